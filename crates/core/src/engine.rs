@@ -1,0 +1,1008 @@
+//! The driver: walks seed 001's planning graph for one run. It is the single
+//! writer of the run's events; every event is applied to the state and
+//! handed to the sinks before the engine acts on it.
+//!
+//! Steps run concurrently: `select_next_step` dispatches every ready step (up
+//! to `concurrency`), `execute_step` waits for the next outcome (retrying
+//! transient failures with backoff), and `assess_progress` judges it. So as
+//! soon as one step finishes, its newly ready dependants start — wall time
+//! approaches the DAG's critical path.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::Utc;
+use serde_json::Value;
+use tokio::task::{Id as TaskId, JoinSet};
+
+use crate::event::{Event, EventKind, EventSink, RejectedEvidence, SinkError, StopCondition};
+use crate::failure::{FailureClass, FailureKind, StepFailure};
+use crate::goal::{Constraints, Goal};
+use crate::graph::{Node, is_edge};
+use crate::ids::{RunId, StepId};
+use crate::plan::args::resolve_value;
+use crate::plan::validate::{Limits, validate};
+use crate::plan::{DraftPlan, Plan, Step};
+use crate::retry::RetryPolicy;
+use crate::roles::{
+    AssessRequest, Assessor, AutoApprove, DependencyOutput, Evidence, PlanRequest, Planner,
+    RepairRequest, Repairer, ReplanRequest, Replanner, Reply, ReviewDecision, Reviewer, RoleError,
+    StepContext, StepExecutor, StepOutcome, Synthesizer, ToolCallExecutor, Verdict,
+};
+use crate::scheduler::{blocked_dependants, check_precondition, ready_steps};
+use crate::state::{RunState, StateError, StepResult};
+use crate::step_status::StepStatus;
+use crate::tool::{CatalogError, ToolCatalog, ToolRegistry, ToolSpec};
+
+/// Bounds and knobs of a run. Constraints may lower `max_steps` and `max_replans`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RunConfig {
+    /// Most steps a plan may hold and a run may dispatch.
+    pub max_steps: usize,
+    /// Most replans.
+    pub max_replans: u32,
+    /// Most repair attempts per invalid draft.
+    pub max_repairs: u32,
+    /// Most steps in flight at once.
+    pub concurrency: usize,
+    /// Retries of transient step failures.
+    pub retry: RetryPolicy,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        Self {
+            max_steps: 20,
+            max_replans: 3,
+            max_repairs: 2,
+            concurrency: 4,
+            retry: RetryPolicy::default(),
+        }
+    }
+}
+
+/// The roles a run uses.
+#[derive(Clone)]
+pub struct Roles {
+    /// create_plan
+    pub planner: Arc<dyn Planner>,
+    /// repair_plan
+    pub repairer: Arc<dyn Repairer>,
+    /// review_plan (default: approve everything)
+    pub reviewer: Arc<dyn Reviewer>,
+    /// execute_step (default: call the tool)
+    pub executor: Arc<dyn StepExecutor>,
+    /// assess_progress
+    pub assessor: Arc<dyn Assessor>,
+    /// replan
+    pub replanner: Arc<dyn Replanner>,
+    /// synthesize_report
+    pub synthesizer: Arc<dyn Synthesizer>,
+}
+
+impl std::fmt::Debug for Roles {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Roles { .. }")
+    }
+}
+
+impl Roles {
+    /// Roles with auto-approval and the plain tool-calling executor.
+    pub fn new(
+        planner: Arc<dyn Planner>,
+        repairer: Arc<dyn Repairer>,
+        assessor: Arc<dyn Assessor>,
+        replanner: Arc<dyn Replanner>,
+        synthesizer: Arc<dyn Synthesizer>,
+    ) -> Self {
+        Self {
+            planner,
+            repairer,
+            reviewer: Arc::new(AutoApprove),
+            executor: Arc::new(ToolCallExecutor),
+            assessor,
+            replanner,
+            synthesizer,
+        }
+    }
+
+    /// Replaces the reviewer.
+    #[must_use]
+    pub fn with_reviewer(mut self, reviewer: Arc<dyn Reviewer>) -> Self {
+        self.reviewer = reviewer;
+        self
+    }
+
+    /// Replaces the step executor.
+    #[must_use]
+    pub fn with_executor(mut self, executor: Arc<dyn StepExecutor>) -> Self {
+        self.executor = executor;
+        self
+    }
+}
+
+/// Why the engine itself stopped. Role and tool failures are not engine
+/// errors: they end the run with a status and an event.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// An event could not be recorded, so the run stopped rather than go on unrecorded.
+    #[error(transparent)]
+    Sink(#[from] SinkError),
+    /// The engine produced an event its own state refused: a bug.
+    #[error("internal error: {0}")]
+    State(#[from] StateError),
+    /// The engine took an edge the graph does not have, or reached a state it
+    /// should not: a bug.
+    #[error("internal error: {0}")]
+    Invariant(String),
+}
+
+/// Runs goals through the planning graph.
+pub struct Engine {
+    roles: Roles,
+    tools: ToolRegistry,
+    catalog: Arc<ToolCatalog>,
+    specs: Vec<ToolSpec>,
+    config: RunConfig,
+    sinks: Vec<Arc<dyn EventSink>>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("tools", &self.tools)
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Engine {
+    /// An engine over these roles and tools. Fails if a tool's schema does not compile.
+    pub fn new(roles: Roles, tools: ToolRegistry, config: RunConfig) -> Result<Self, CatalogError> {
+        let catalog = Arc::new(tools.catalog()?);
+        let specs = tools.specs();
+        Ok(Self {
+            roles,
+            tools,
+            catalog,
+            specs,
+            config,
+            sinks: Vec::new(),
+        })
+    }
+
+    /// Adds a sink that sees every event before the engine acts on it.
+    #[must_use]
+    pub fn with_sink(mut self, sink: Arc<dyn EventSink>) -> Self {
+        self.sinks.push(sink);
+        self
+    }
+
+    /// Runs a goal to the end (ok, needs_review or failed) with a fresh run id.
+    pub async fn run(
+        &self,
+        input: &str,
+        constraints: Constraints,
+    ) -> Result<RunState, EngineError> {
+        self.run_with_id(RunId::generate(), input, constraints)
+            .await
+    }
+
+    /// Runs a goal to the end under a given run id.
+    pub async fn run_with_id(
+        &self,
+        run_id: RunId,
+        input: &str,
+        constraints: Constraints,
+    ) -> Result<RunState, EngineError> {
+        let max_steps = constraints.max_steps.unwrap_or(self.config.max_steps);
+        let max_replans = constraints.max_replans.unwrap_or(self.config.max_replans);
+        let mut run = Run::new(self);
+        run.record(EventKind::RunStarted {
+            run_id,
+            input: input.to_owned(),
+            constraints,
+            max_replans,
+            max_steps,
+            max_repairs: self.config.max_repairs,
+        })
+        .await?;
+        let mut node = Node::PrepareInput;
+        while node != Node::End {
+            let next = match run.step(node).await? {
+                Ok(next) => next,
+                Err(error) => {
+                    run.in_flight.abort_all();
+                    run.record(EventKind::RunFailed {
+                        error: error.to_string(),
+                    })
+                    .await?;
+                    break;
+                }
+            };
+            if !is_edge(node, next) {
+                return Err(EngineError::Invariant(format!(
+                    "the graph has no edge {node} -> {next}"
+                )));
+            }
+            node = next;
+        }
+        Ok(run.state)
+    }
+}
+
+/// One step attempt's outcome, or the end of a backoff.
+struct Completion {
+    step: StepId,
+    attempt: u32,
+    kind: CompletionKind,
+}
+
+enum CompletionKind {
+    Attempt {
+        result: Result<Reply<Value>, StepFailure>,
+        duration_ms: u64,
+    },
+    BackoffElapsed,
+}
+
+/// A step attempt ready to spawn.
+struct Prepared {
+    context: StepContext,
+    tool: Arc<dyn crate::tool::DynTool>,
+    timeout_ms: Option<u64>,
+}
+
+/// The mutable side of one run.
+struct Run<'e> {
+    engine: &'e Engine,
+    state: RunState,
+    goal: Option<Goal>,
+    in_flight: JoinSet<Completion>,
+    tasks: HashMap<TaskId, (StepId, u32)>,
+    immediate: VecDeque<Completion>,
+    /// A decision waiting for in-flight steps to finish.
+    held: Option<(Verdict, String)>,
+    last: Option<(StepId, StepOutcome)>,
+    replan_reason: String,
+    review_reason: String,
+}
+
+type NodeResult = Result<Result<Node, RoleError>, EngineError>;
+
+fn role_failure(
+    outer: Result<Reply<DraftPlan>, RoleError>,
+) -> Result<(Value, crate::usage::Usage), RoleError> {
+    match outer {
+        Ok(reply) => Ok((reply.value.0, reply.usage)),
+        // Malformed output is a plan problem: validation reports it and repair gets a chance.
+        Err(RoleError::Malformed { raw, message, .. }) => Ok((
+            Value::String(raw.unwrap_or(message)),
+            crate::usage::Usage::default(),
+        )),
+        Err(e) => Err(e),
+    }
+}
+
+impl<'e> Run<'e> {
+    fn new(engine: &'e Engine) -> Self {
+        Self {
+            engine,
+            state: RunState::default(),
+            goal: None,
+            in_flight: JoinSet::new(),
+            tasks: HashMap::new(),
+            immediate: VecDeque::new(),
+            held: None,
+            last: None,
+            replan_reason: String::new(),
+            review_reason: String::new(),
+        }
+    }
+
+    async fn record(&mut self, kind: EventKind) -> Result<(), EngineError> {
+        let event = Event {
+            seq: self.state.execution_history.len() as u64 + 1,
+            at: Utc::now(),
+            kind,
+        };
+        self.state.apply(&event)?;
+        for sink in &self.engine.sinks {
+            sink.record(&self.state.run_id, &event).await?;
+        }
+        Ok(())
+    }
+
+    fn goal(&self) -> Result<&Goal, EngineError> {
+        self.goal
+            .as_ref()
+            .ok_or_else(|| EngineError::Invariant("no goal after prepare_input".to_owned()))
+    }
+
+    fn limits(&self) -> Limits<'_> {
+        Limits {
+            tools: &self.engine.catalog,
+            max_steps: Some(self.state.max_steps),
+            constraints: &self.state.constraints,
+        }
+    }
+
+    async fn step(&mut self, node: Node) -> NodeResult {
+        match node {
+            Node::PrepareInput => self.prepare_input().await,
+            Node::CreatePlan => self.create_plan().await,
+            Node::ValidatePlan => self.validate_plan().await,
+            Node::RepairPlan => self.repair_plan().await,
+            Node::ReviewPlan => self.review_plan().await,
+            Node::SelectNextStep => self.select_next_step().await,
+            Node::ExecuteStep => self.execute_step().await,
+            Node::AssessProgress => self.assess_progress().await,
+            Node::Replan => self.replan().await,
+            Node::SynthesizeReport => self.synthesize_report().await,
+            Node::MarkNeedsReview => self.mark_needs_review().await,
+            Node::End => Err(EngineError::Invariant("END has no successor".to_owned())),
+        }
+    }
+
+    async fn prepare_input(&mut self) -> NodeResult {
+        match Goal::prepare(&self.state.input, self.state.constraints.clone()) {
+            Err(e) => {
+                self.record(EventKind::InputRejected {
+                    reason: e.to_string(),
+                })
+                .await?;
+                Ok(Ok(Node::End))
+            }
+            Ok(goal) => {
+                self.record(EventKind::InputPrepared { goal: goal.clone() })
+                    .await?;
+                self.goal = Some(goal);
+                Ok(Ok(Node::CreatePlan))
+            }
+        }
+    }
+
+    async fn create_plan(&mut self) -> NodeResult {
+        let request = PlanRequest {
+            goal: self.goal()?,
+            tools: &self.engine.specs,
+            max_steps: self.state.max_steps,
+        };
+        let (draft, usage) = match role_failure(self.engine.roles.planner.plan(request).await) {
+            Ok(d) => d,
+            Err(e) => return Ok(Err(e)),
+        };
+        self.record(EventKind::PlanCreated { draft, usage }).await?;
+        Ok(Ok(Node::ValidatePlan))
+    }
+
+    async fn validate_plan(&mut self) -> NodeResult {
+        let draft =
+            self.state.pending_draft.clone().ok_or_else(|| {
+                EngineError::Invariant("validate_plan without a draft".to_owned())
+            })?;
+        match validate(&draft, self.limits()) {
+            Ok(steps) => {
+                let plan = Plan {
+                    version: self.state.plan.version + 1,
+                    steps,
+                };
+                self.record(EventKind::PlanValidated { plan }).await?;
+                Ok(Ok(Node::ReviewPlan))
+            }
+            Err(diagnostics) => {
+                let unsafe_ones: Vec<String> = diagnostics
+                    .iter()
+                    .filter(|d| !d.repairable)
+                    .map(ToString::to_string)
+                    .collect();
+                let count = diagnostics.len();
+                self.record(EventKind::PlanInvalid { diagnostics }).await?;
+                if !unsafe_ones.is_empty() {
+                    self.review_reason = format!("the plan is unsafe: {}", unsafe_ones.join("; "));
+                    return Ok(Ok(Node::MarkNeedsReview));
+                }
+                if self.state.repair_count >= self.state.max_repairs {
+                    let detail = format!(
+                        "the plan still has {count} problem(s) after {} repair attempt(s)",
+                        self.state.repair_count
+                    );
+                    self.review_reason = detail.clone();
+                    self.record(EventKind::StopConditionMet {
+                        condition: StopCondition::MaxRepairs,
+                        detail,
+                    })
+                    .await?;
+                    return Ok(Ok(Node::MarkNeedsReview));
+                }
+                Ok(Ok(Node::RepairPlan))
+            }
+        }
+    }
+
+    async fn repair_plan(&mut self) -> NodeResult {
+        let attempt = self.state.repair_count + 1;
+        let draft = self.state.pending_draft.clone().unwrap_or(Value::Null);
+        let request = RepairRequest {
+            goal: self.goal()?,
+            draft: &draft,
+            diagnostics: &self.state.plan_errors,
+            tools: &self.engine.specs,
+            state: &self.state,
+            attempt,
+        };
+        let (draft, usage) = match role_failure(self.engine.roles.repairer.repair(request).await) {
+            Ok(d) => d,
+            Err(e) => return Ok(Err(e)),
+        };
+        self.record(EventKind::PlanRepaired {
+            attempt,
+            draft,
+            usage,
+        })
+        .await?;
+        Ok(Ok(Node::ValidatePlan))
+    }
+
+    async fn review_plan(&mut self) -> NodeResult {
+        let reply = match self
+            .engine
+            .roles
+            .reviewer
+            .review(self.goal()?, &self.state.plan)
+            .await
+        {
+            Ok(r) => r,
+            Err(e) => return Ok(Err(e)),
+        };
+        let version = self.state.plan.version;
+        match reply.value {
+            ReviewDecision::Approved { by } => {
+                self.record(EventKind::PlanApproved {
+                    version,
+                    by,
+                    usage: reply.usage,
+                })
+                .await?;
+                Ok(Ok(Node::SelectNextStep))
+            }
+            ReviewDecision::Rejected { reason } => {
+                self.review_reason = format!("plan version {version} was rejected: {reason}");
+                self.record(EventKind::PlanRejected {
+                    version,
+                    reason,
+                    usage: reply.usage,
+                })
+                .await?;
+                Ok(Ok(Node::MarkNeedsReview))
+            }
+        }
+    }
+
+    fn busy(&self) -> bool {
+        !self.in_flight.is_empty() || !self.immediate.is_empty()
+    }
+
+    async fn select_next_step(&mut self) -> NodeResult {
+        if self.held.is_none() {
+            for id in ready_steps(&self.state.plan) {
+                if self.in_flight.len() + self.immediate.len()
+                    >= self.engine.config.concurrency.max(1)
+                {
+                    break;
+                }
+                let attempt = self.state.plan.step(&id).map_or(1, |s| s.attempts + 1);
+                self.record(EventKind::StepStarted {
+                    step: id.clone(),
+                    attempt,
+                })
+                .await?;
+                self.start_attempt(&id, attempt)?;
+            }
+        }
+        if self.busy() {
+            return Ok(Ok(Node::ExecuteStep));
+        }
+        if self.held.is_some() {
+            return Err(EngineError::Invariant(
+                "a held decision with nothing in flight".to_owned(),
+            ));
+        }
+        let stuck: Vec<String> = self
+            .state
+            .plan
+            .steps
+            .iter()
+            .filter(|s| !s.status.is_final())
+            .map(|s| format!("{} ({})", s.id, s.status))
+            .collect();
+        if !stuck.is_empty() {
+            return Err(EngineError::Invariant(format!(
+                "nothing runnable but steps remain: {}",
+                stuck.join(", ")
+            )));
+        }
+        Ok(Ok(Node::SynthesizeReport))
+    }
+
+    /// Checks preconditions, resolves arguments and spawns one attempt. A
+    /// problem found here is a typed failure of the attempt, not a crash.
+    fn start_attempt(&mut self, id: &StepId, attempt: u32) -> Result<(), EngineError> {
+        let step = self
+            .state
+            .plan
+            .step(id)
+            .cloned()
+            .ok_or_else(|| EngineError::Invariant(format!("dispatch of unknown step {id}")))?;
+        match self.prepare_context(&step) {
+            Err(failure) => {
+                self.immediate.push_back(Completion {
+                    step: id.clone(),
+                    attempt,
+                    kind: CompletionKind::Attempt {
+                        result: Err(failure),
+                        duration_ms: 0,
+                    },
+                });
+            }
+            Ok(Prepared {
+                context,
+                tool,
+                timeout_ms,
+            }) => {
+                let executor = Arc::clone(&self.engine.roles.executor);
+                let step_id = id.clone();
+                let handle = self.in_flight.spawn(async move {
+                    let started = tokio::time::Instant::now();
+                    let call = executor.execute(context, tool);
+                    let result = match timeout_ms {
+                        Some(ms) => tokio::time::timeout(Duration::from_millis(ms), call)
+                            .await
+                            .unwrap_or_else(|_| {
+                                Err(StepFailure::new(
+                                    FailureClass::Transient,
+                                    FailureKind::Timeout,
+                                    format!("no answer within {ms} ms"),
+                                ))
+                            }),
+                        None => call.await,
+                    };
+                    let duration_ms =
+                        u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+                    Completion {
+                        step: step_id,
+                        attempt,
+                        kind: CompletionKind::Attempt {
+                            result,
+                            duration_ms,
+                        },
+                    }
+                });
+                self.tasks.insert(handle.id(), (id.clone(), attempt));
+            }
+        }
+        Ok(())
+    }
+
+    fn prepare_context(&self, step: &Step) -> Result<Prepared, StepFailure> {
+        let persistent =
+            |kind, message: String| StepFailure::new(FailureClass::Persistent, kind, message);
+        let outputs = self.state.outputs();
+        for (i, p) in step.preconditions.iter().enumerate() {
+            check_precondition(p, &outputs).map_err(|why| {
+                persistent(
+                    FailureKind::PreconditionFailed,
+                    format!("precondition {}: {why}", i + 1),
+                )
+            })?;
+        }
+        let tool = self.engine.tools.get(&step.tool).cloned().ok_or_else(|| {
+            persistent(
+                FailureKind::UnknownTool,
+                format!("no tool named {:?}", step.tool),
+            )
+        })?;
+        let spec = tool.spec();
+        if spec.side_effect
+            && !(self.state.approved_plan
+                && self.state.approved_version == Some(self.state.plan.version))
+        {
+            return Err(StepFailure::new(
+                FailureClass::Fatal,
+                FailureKind::Executor,
+                format!(
+                    "{} has side effects and plan version {} has no approval on record",
+                    step.tool, self.state.plan.version
+                ),
+            ));
+        }
+        let args = resolve_value(&Value::Object(step.args.clone()), &outputs)
+            .map_err(|e| persistent(FailureKind::ArgResolution, e.to_string()))?;
+        let problems = self.engine.catalog.check_args(&step.tool, &args);
+        if !problems.is_empty() {
+            let text: Vec<String> = problems
+                .into_iter()
+                .map(|(p, m)| format!("{p}: {m}"))
+                .collect();
+            return Err(persistent(
+                FailureKind::InvalidArgs,
+                format!("resolved arguments: {}", text.join("; ")),
+            ));
+        }
+        let dependencies = step
+            .depends_on
+            .iter()
+            .filter_map(|d| {
+                let dep = self.state.plan.step(d)?;
+                Some(DependencyOutput {
+                    step: d.clone(),
+                    description: dep.description.clone(),
+                    output: outputs.get(d)?.clone(),
+                })
+            })
+            .collect();
+        let timeout_ms = spec.timeout_ms;
+        Ok(Prepared {
+            context: StepContext {
+                step: step.clone(),
+                args,
+                dependencies,
+            },
+            tool,
+            timeout_ms,
+        })
+    }
+
+    async fn next_completion(&mut self) -> Result<Completion, EngineError> {
+        if let Some(c) = self.immediate.pop_front() {
+            return Ok(c);
+        }
+        match self.in_flight.join_next_with_id().await {
+            None => Err(EngineError::Invariant(
+                "execute_step with nothing in flight".to_owned(),
+            )),
+            Some(Ok((task, completion))) => {
+                self.tasks.remove(&task);
+                Ok(completion)
+            }
+            Some(Err(join_error)) => {
+                let (step, attempt) = self.tasks.remove(&join_error.id()).ok_or_else(|| {
+                    EngineError::Invariant("a task finished that was never started".to_owned())
+                })?;
+                let failure = StepFailure::new(
+                    FailureClass::Persistent,
+                    FailureKind::Executor,
+                    format!("the step's task panicked or was cancelled: {join_error}"),
+                );
+                Ok(Completion {
+                    step,
+                    attempt,
+                    kind: CompletionKind::Attempt {
+                        result: Err(failure),
+                        duration_ms: 0,
+                    },
+                })
+            }
+        }
+    }
+
+    async fn execute_step(&mut self) -> NodeResult {
+        loop {
+            let Completion {
+                step,
+                attempt,
+                kind,
+            } = self.next_completion().await?;
+            match kind {
+                CompletionKind::BackoffElapsed => {
+                    self.record(EventKind::StepStarted {
+                        step: step.clone(),
+                        attempt,
+                    })
+                    .await?;
+                    self.start_attempt(&step, attempt)?;
+                }
+                CompletionKind::Attempt {
+                    result: Ok(reply),
+                    duration_ms,
+                } => {
+                    let result = StepResult {
+                        output: reply.value,
+                        attempts: attempt,
+                        duration_ms,
+                    };
+                    self.record(EventKind::StepSucceeded {
+                        step: step.clone(),
+                        result: result.clone(),
+                        usage: reply.usage,
+                    })
+                    .await?;
+                    self.last = Some((step, StepOutcome::Succeeded(result)));
+                    return Ok(Ok(Node::AssessProgress));
+                }
+                CompletionKind::Attempt {
+                    result: Err(failure),
+                    ..
+                } => {
+                    self.record(EventKind::StepFailed {
+                        step: step.clone(),
+                        attempt,
+                        failure: failure.clone(),
+                    })
+                    .await?;
+                    let policy = self.engine.config.retry;
+                    if failure.class == FailureClass::Transient
+                        && policy.allows_retry_after(attempt)
+                    {
+                        let delay_ms =
+                            policy.delay_ms(attempt, failure.retry_after_ms, fastrand::f64());
+                        self.record(EventKind::StepRetrying {
+                            step: step.clone(),
+                            next_attempt: attempt + 1,
+                            delay_ms,
+                        })
+                        .await?;
+                        let id = step.clone();
+                        let handle = self.in_flight.spawn(async move {
+                            tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+                            Completion {
+                                step: id,
+                                attempt: attempt + 1,
+                                kind: CompletionKind::BackoffElapsed,
+                            }
+                        });
+                        self.tasks.insert(handle.id(), (step, attempt + 1));
+                        continue;
+                    }
+                    let reason = match failure.class {
+                        FailureClass::Transient => format!(
+                            "still failing after {attempt} attempt(s): {}",
+                            failure.message
+                        ),
+                        FailureClass::Persistent => {
+                            format!("persistent failure, not retried: {}", failure.message)
+                        }
+                        FailureClass::Fatal => format!("fatal failure: {}", failure.message),
+                    };
+                    self.record(EventKind::StepTerminated {
+                        step: step.clone(),
+                        reason,
+                    })
+                    .await?;
+                    self.last = Some((step, StepOutcome::Failed(failure)));
+                    return Ok(Ok(Node::AssessProgress));
+                }
+            }
+        }
+    }
+
+    async fn assess_progress(&mut self) -> NodeResult {
+        let (id, outcome) = self.last.take().ok_or_else(|| {
+            EngineError::Invariant("assess_progress without an outcome".to_owned())
+        })?;
+        let step = self
+            .state
+            .plan
+            .step(&id)
+            .cloned()
+            .ok_or_else(|| EngineError::Invariant(format!("assessing unknown step {id}")))?;
+        let request = AssessRequest {
+            state: &self.state,
+            step: &step,
+            outcome: &outcome,
+        };
+        let reply = match self.engine.roles.assessor.assess(request).await {
+            Ok(r) => r,
+            Err(e) => return Ok(Err(e)),
+        };
+        let assessment = reply.value;
+        let (mut verdict, mut reason) = (assessment.verdict, assessment.reason);
+        if let StepOutcome::Failed(failure) = &outcome {
+            let blocked = blocked_dependants(&self.state.plan, &id);
+            if failure.class == FailureClass::Fatal {
+                verdict = Verdict::NeedsReview;
+                reason = format!("step {id} failed fatally: {}", failure.message);
+            } else if verdict == Verdict::Continue && !blocked.is_empty() {
+                let names: Vec<&str> = blocked.iter().map(StepId::as_str).collect();
+                verdict = Verdict::Replan;
+                reason = format!(
+                    "step {id} failed and blocks {}: {}",
+                    names.join(", "),
+                    failure.message
+                );
+            }
+        }
+        self.record(EventKind::Assessed {
+            step: id.clone(),
+            acceptance_met: assessment.acceptance_met,
+            verdict,
+            reason: reason.clone(),
+            new_gaps: assessment.new_gaps,
+            resolved_gaps: assessment.resolved_gaps,
+            observations: assessment.observations,
+            usage: reply.usage,
+        })
+        .await?;
+        if verdict != Verdict::Continue
+            && self.held.as_ref().is_none_or(|(held, _)| verdict > *held)
+        {
+            self.held = Some((verdict, reason));
+        }
+        if self.held.is_some() && self.busy() {
+            // Let in-flight steps finish (and be recorded) before acting.
+            return Ok(Ok(Node::SelectNextStep));
+        }
+        let Some((decision, reason)) = self.held.take() else {
+            return Ok(Ok(Node::SelectNextStep));
+        };
+        match decision {
+            Verdict::Continue => Ok(Ok(Node::SelectNextStep)),
+            Verdict::Synthesize => Ok(Ok(Node::SynthesizeReport)),
+            Verdict::NeedsReview => {
+                self.review_reason = reason;
+                Ok(Ok(Node::MarkNeedsReview))
+            }
+            Verdict::Replan => self.guard_replan(reason).await,
+        }
+    }
+
+    /// `max_replans` and `max_steps` always end the loop.
+    async fn guard_replan(&mut self, reason: String) -> NodeResult {
+        let ran = self
+            .state
+            .plan
+            .steps
+            .iter()
+            .filter(|s| s.status.is_final() && s.status != StepStatus::Skipped)
+            .count();
+        let stop = if self.state.replan_count >= self.state.max_replans {
+            Some((
+                StopCondition::MaxReplans,
+                format!(
+                    "{} replan(s) made, none left; {reason}",
+                    self.state.replan_count
+                ),
+            ))
+        } else if ran >= self.state.max_steps {
+            Some((
+                StopCondition::MaxSteps,
+                format!(
+                    "{ran} step(s) ran, max_steps is {}; {reason}",
+                    self.state.max_steps
+                ),
+            ))
+        } else {
+            None
+        };
+        if let Some((condition, detail)) = stop {
+            self.review_reason = detail.clone();
+            self.record(EventKind::StopConditionMet { condition, detail })
+                .await?;
+            return Ok(Ok(Node::MarkNeedsReview));
+        }
+        self.replan_reason = reason;
+        Ok(Ok(Node::Replan))
+    }
+
+    async fn replan(&mut self) -> NodeResult {
+        let reason = std::mem::take(&mut self.replan_reason);
+        let request = ReplanRequest {
+            state: &self.state,
+            reason: &reason,
+            tools: &self.engine.specs,
+        };
+        let (draft, usage) = match role_failure(self.engine.roles.replanner.replan(request).await) {
+            Ok(d) => d,
+            Err(e) => return Ok(Err(e)),
+        };
+        let replan_count = self.state.replan_count + 1;
+        self.record(EventKind::Replanned {
+            replan_count,
+            reason,
+            draft,
+            usage,
+        })
+        .await?;
+        Ok(Ok(Node::ValidatePlan))
+    }
+
+    async fn synthesize_report(&mut self) -> NodeResult {
+        let reply = match self.engine.roles.synthesizer.synthesize(&self.state).await {
+            Ok(r) => r,
+            Err(e) => return Ok(Err(e)),
+        };
+        let mut report = reply.value;
+        let (evidence, rejected_evidence) = vet_evidence(&self.state, report.evidence);
+        let missing: Vec<&String> = self
+            .state
+            .knowledge_gaps
+            .iter()
+            .filter(|g| !report.text.contains(g.as_str()))
+            .collect();
+        if !missing.is_empty() {
+            // The report must name every open gap; it may never paper over one.
+            report.text.push_str("\n\n## Unresolved gaps\n\n");
+            for gap in missing {
+                report.text.push_str(&format!("- {gap}\n"));
+            }
+        }
+        self.record(EventKind::Synthesized {
+            report: report.text,
+            evidence,
+            rejected_evidence,
+            usage: reply.usage,
+        })
+        .await?;
+        Ok(Ok(Node::End))
+    }
+
+    async fn mark_needs_review(&mut self) -> NodeResult {
+        let reason = std::mem::take(&mut self.review_reason);
+        let reason = if reason.is_empty() {
+            "the run cannot continue safely".to_owned()
+        } else {
+            reason
+        };
+        self.record(EventKind::NeedsReview { reason }).await?;
+        Ok(Ok(Node::End))
+    }
+}
+
+fn collapse(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn strings_in(value: &Value, out: &mut Vec<String>) {
+    match value {
+        Value::String(s) => out.push(collapse(s)),
+        Value::Array(items) => items.iter().for_each(|v| strings_in(v, out)),
+        Value::Object(map) => map.iter().for_each(|(k, v)| {
+            out.push(k.clone());
+            strings_in(v, out);
+        }),
+        Value::Number(n) => out.push(n.to_string()),
+        _ => {}
+    }
+}
+
+/// Keeps evidence that quotes, verbatim, a succeeded step's output and names
+/// a source found there (or the step itself); refuses the rest.
+fn vet_evidence(
+    state: &RunState,
+    offered: Vec<Evidence>,
+) -> (Vec<Evidence>, Vec<RejectedEvidence>) {
+    let mut accepted = Vec::new();
+    let mut rejected = Vec::new();
+    for e in offered {
+        let reason = match state.step_results.get(&e.step) {
+            None => Some(format!("step {} has no successful result", e.step)),
+            Some(result) => {
+                let mut texts = Vec::new();
+                strings_in(&result.output, &mut texts);
+                let quote = collapse(&e.quote);
+                if quote.is_empty() {
+                    Some("empty quote".to_owned())
+                } else if !texts.iter().any(|t| t.contains(&quote)) {
+                    Some(format!("the quote does not appear in {}'s output", e.step))
+                } else if e.source_id != e.step.as_str() && !texts.iter().any(|t| t == &e.source_id)
+                {
+                    Some(format!(
+                        "source {:?} does not appear in {}'s output",
+                        e.source_id, e.step
+                    ))
+                } else {
+                    None
+                }
+            }
+        };
+        match reason {
+            None => accepted.push(e),
+            Some(reason) => rejected.push(RejectedEvidence {
+                evidence: e,
+                reason,
+            }),
+        }
+    }
+    (accepted, rejected)
+}

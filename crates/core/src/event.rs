@@ -1,0 +1,311 @@
+//! Events: one entry of `execution_history` per decision. The event log is the
+//! source of truth; [`RunState`](crate::state::RunState) is a fold of it.
+
+use std::fmt;
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use futures::future::BoxFuture;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::failure::StepFailure;
+use crate::goal::{Constraints, Goal};
+use crate::ids::{RunId, StepId};
+use crate::plan::Plan;
+use crate::plan::validate::Diagnostic;
+use crate::roles::{Evidence, Verdict};
+use crate::state::StepResult;
+use crate::usage::Usage;
+
+/// One recorded decision.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Event {
+    /// Position in the run's log, from 1, without gaps.
+    pub seq: u64,
+    /// When it was recorded.
+    pub at: DateTime<Utc>,
+    /// What happened.
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+/// Why a guard stopped a loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum StopCondition {
+    /// `max_replans` replans were made and another was needed.
+    MaxReplans,
+    /// `max_steps` steps have run; there is no room for more.
+    MaxSteps,
+    /// The plan is still invalid after the allowed repair attempts.
+    MaxRepairs,
+}
+
+impl fmt::Display for StopCondition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::MaxReplans => "max_replans",
+            Self::MaxSteps => "max_steps",
+            Self::MaxRepairs => "max_repairs",
+        })
+    }
+}
+
+/// Evidence the runtime refused, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RejectedEvidence {
+    /// What the synthesizer offered.
+    pub evidence: Evidence,
+    /// Why it was refused.
+    pub reason: String,
+}
+
+/// What happened, with its data. `kind` in JSON.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum EventKind {
+    /// The run was recorded, before anything else happens.
+    RunStarted {
+        /// The run.
+        run_id: RunId,
+        /// The raw request.
+        input: String,
+        /// Constraints as given.
+        constraints: Constraints,
+        /// Replan bound.
+        max_replans: u32,
+        /// Step bound.
+        max_steps: usize,
+        /// Repair bound (per plan).
+        max_repairs: u32,
+    },
+    /// prepare_input refused the input; no model was called.
+    InputRejected {
+        /// Why.
+        reason: String,
+    },
+    /// prepare_input normalised the input.
+    InputPrepared {
+        /// The normalised goal.
+        goal: Goal,
+    },
+    /// create_plan: the planner's draft, as it came.
+    PlanCreated {
+        /// The draft (any JSON).
+        draft: Value,
+        /// What the call cost.
+        usage: Usage,
+    },
+    /// validate_plan accepted a plan; it becomes the current plan.
+    PlanValidated {
+        /// The adopted plan, with its new version.
+        plan: Plan,
+    },
+    /// validate_plan found problems.
+    PlanInvalid {
+        /// Every problem found.
+        diagnostics: Vec<Diagnostic>,
+    },
+    /// repair_plan: the repairer's new draft.
+    PlanRepaired {
+        /// Repair attempt for this plan, from 1.
+        attempt: u32,
+        /// The new draft.
+        draft: Value,
+        /// What the call cost.
+        usage: Usage,
+    },
+    /// review_plan approved the current plan version.
+    PlanApproved {
+        /// The approved version.
+        version: u32,
+        /// Who approved (e.g. "auto", a user name).
+        by: String,
+        /// What the call cost.
+        usage: Usage,
+    },
+    /// review_plan rejected the current plan version.
+    PlanRejected {
+        /// The rejected version.
+        version: u32,
+        /// Why.
+        reason: String,
+        /// What the call cost.
+        usage: Usage,
+    },
+    /// A step attempt was dispatched (pending/retrying -> running).
+    StepStarted {
+        /// The step.
+        step: StepId,
+        /// Attempt number, from 1.
+        attempt: u32,
+    },
+    /// A step attempt succeeded (running -> succeeded).
+    StepSucceeded {
+        /// The step.
+        step: StepId,
+        /// Its result.
+        result: StepResult,
+        /// What the executor's model calls cost, if any.
+        usage: Usage,
+    },
+    /// A step attempt failed (running -> failed).
+    StepFailed {
+        /// The step.
+        step: StepId,
+        /// The failed attempt.
+        attempt: u32,
+        /// What went wrong, classified.
+        failure: StepFailure,
+    },
+    /// A transient failure will be retried after a delay (failed -> retrying).
+    StepRetrying {
+        /// The step.
+        step: StepId,
+        /// The attempt that comes next.
+        next_attempt: u32,
+        /// Backoff before it, in milliseconds.
+        delay_ms: u64,
+    },
+    /// A failed step will not be tried again (failed -> terminated).
+    StepTerminated {
+        /// The step.
+        step: StepId,
+        /// Why not.
+        reason: String,
+    },
+    /// assess_progress judged a finished step and decided what comes next.
+    Assessed {
+        /// The step judged.
+        step: StepId,
+        /// Whether its acceptance criteria are met.
+        acceptance_met: bool,
+        /// The decision.
+        verdict: Verdict,
+        /// Why.
+        reason: String,
+        /// New knowledge gaps.
+        new_gaps: Vec<String>,
+        /// Gaps this result closes.
+        resolved_gaps: Vec<String>,
+        /// Facts or progress notes.
+        observations: Vec<String>,
+        /// What the call cost.
+        usage: Usage,
+    },
+    /// A guard stopped a loop.
+    StopConditionMet {
+        /// Which guard.
+        condition: StopCondition,
+        /// Details for a person.
+        detail: String,
+    },
+    /// replan: the replanner's draft for the remaining work.
+    Replanned {
+        /// Replans made so far, this one included.
+        replan_count: u32,
+        /// What prompted it.
+        reason: String,
+        /// The draft (remaining steps).
+        draft: Value,
+        /// What the call cost.
+        usage: Usage,
+    },
+    /// synthesize_report wrote the final report; the run is `ok`.
+    Synthesized {
+        /// The report (Markdown).
+        report: String,
+        /// Evidence accepted: cited results that exist.
+        evidence: Vec<Evidence>,
+        /// Evidence refused.
+        rejected_evidence: Vec<RejectedEvidence>,
+        /// What the call cost.
+        usage: Usage,
+    },
+    /// mark_needs_review: the run stopped safely for a person.
+    NeedsReview {
+        /// Why it could not go on.
+        reason: String,
+    },
+    /// The run could not go on because of an error (a role failed).
+    RunFailed {
+        /// The error.
+        error: String,
+    },
+}
+
+impl EventKind {
+    /// The snake_case name of the kind, as in JSON.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::RunStarted { .. } => "run_started",
+            Self::InputRejected { .. } => "input_rejected",
+            Self::InputPrepared { .. } => "input_prepared",
+            Self::PlanCreated { .. } => "plan_created",
+            Self::PlanValidated { .. } => "plan_validated",
+            Self::PlanInvalid { .. } => "plan_invalid",
+            Self::PlanRepaired { .. } => "plan_repaired",
+            Self::PlanApproved { .. } => "plan_approved",
+            Self::PlanRejected { .. } => "plan_rejected",
+            Self::StepStarted { .. } => "step_started",
+            Self::StepSucceeded { .. } => "step_succeeded",
+            Self::StepFailed { .. } => "step_failed",
+            Self::StepRetrying { .. } => "step_retrying",
+            Self::StepTerminated { .. } => "step_terminated",
+            Self::Assessed { .. } => "assessed",
+            Self::StopConditionMet { .. } => "stop_condition_met",
+            Self::Replanned { .. } => "replanned",
+            Self::Synthesized { .. } => "synthesized",
+            Self::NeedsReview { .. } => "needs_review",
+            Self::RunFailed { .. } => "run_failed",
+        }
+    }
+}
+
+/// A sink could not record an event; the run stops rather than go on unrecorded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("could not record event {seq}: {message}")]
+pub struct SinkError {
+    /// The event that was not recorded.
+    pub seq: u64,
+    /// Why.
+    pub message: String,
+}
+
+/// Receives every event before the engine acts on it: a store (durability),
+/// a progress display, an SSE stream.
+pub trait EventSink: Send + Sync {
+    /// Records one event. The engine waits for it before taking the next step.
+    fn record<'a>(
+        &'a self,
+        run: &'a RunId,
+        event: &'a Event,
+    ) -> BoxFuture<'a, Result<(), SinkError>>;
+}
+
+impl<S: EventSink + ?Sized> EventSink for Arc<S> {
+    fn record<'a>(
+        &'a self,
+        run: &'a RunId,
+        event: &'a Event,
+    ) -> BoxFuture<'a, Result<(), SinkError>> {
+        (**self).record(run, event)
+    }
+}
+
+/// Forwards events to a channel (for live progress). A closed channel is not an error.
+#[derive(Debug, Clone)]
+pub struct ChannelSink(pub tokio::sync::mpsc::UnboundedSender<Event>);
+
+impl EventSink for ChannelSink {
+    fn record<'a>(
+        &'a self,
+        _run: &'a RunId,
+        event: &'a Event,
+    ) -> BoxFuture<'a, Result<(), SinkError>> {
+        let _ = self.0.send(event.clone());
+        Box::pin(async { Ok(()) })
+    }
+}

@@ -1,0 +1,86 @@
+//! How a failure is classified decides what happens next (seed 003): a
+//! transient failure is retried with backoff, a persistent one goes to
+//! assessment (replan or breakpoint), a fatal one stops the run.
+
+use std::fmt;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// The class of a failure. Every error type that can end a step maps to one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureClass {
+    /// Timeout, 429, 5xx, connection reset: retry with backoff.
+    Transient,
+    /// Bad arguments, 4xx, "not found", acceptance unmet: never retried blindly.
+    Persistent,
+    /// Budget exhausted, approval denied: the run cannot go on by itself.
+    Fatal,
+}
+
+impl fmt::Display for FailureClass {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Transient => "transient",
+            Self::Persistent => "persistent",
+            Self::Fatal => "fatal",
+        })
+    }
+}
+
+/// What went wrong in one step attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureKind {
+    /// The tool returned an error.
+    Tool,
+    /// The tool did not answer within its timeout.
+    Timeout,
+    /// The plan names a tool the registry does not have.
+    UnknownTool,
+    /// A `$step` reference in the arguments could not be resolved.
+    ArgResolution,
+    /// The resolved arguments do not match the tool's schema.
+    InvalidArgs,
+    /// A precondition did not hold, so the tool was not called.
+    PreconditionFailed,
+    /// The step executor itself failed (e.g. its model call).
+    Executor,
+}
+
+/// One failed step attempt, as recorded in the history.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct StepFailure {
+    /// Decides retry, replan or stop.
+    pub class: FailureClass,
+    /// What went wrong.
+    pub kind: FailureKind,
+    /// A human message.
+    pub message: String,
+    /// A delay the tool asked for (e.g. HTTP Retry-After), in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_ms: Option<u64>,
+}
+
+impl StepFailure {
+    /// A failure with no retry hint.
+    pub fn new(class: FailureClass, kind: FailureKind, message: impl Into<String>) -> Self {
+        Self {
+            class,
+            kind,
+            message: message.into(),
+            retry_after_ms: None,
+        }
+    }
+}
+
+impl fmt::Display for StepFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} failure ({:?}): {}",
+            self.class, self.kind, self.message
+        )
+    }
+}

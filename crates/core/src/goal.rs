@@ -1,0 +1,124 @@
+//! The user's input, normalised into a [`Goal`] with its [`Constraints`]
+//! (seed 001's `prepare_input`). An empty or meaningless goal is rejected here,
+//! before any model is called.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// What the user asked for, and the limits they set.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Goal {
+    /// The raw request, exactly as given.
+    pub input: String,
+    /// The normalised goal: trimmed, whitespace collapsed.
+    pub goal: String,
+    /// Audience, length, sections, tools, budgets.
+    pub constraints: Constraints,
+}
+
+/// Constraints on a run. Unknown keys are kept in `extra`, so roles can read
+/// constraints this crate does not know about.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct Constraints {
+    /// Who the result is for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub audience: Option<String>,
+    /// Desired length of the result, e.g. "one page" or "300 words".
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub length: Option<String>,
+    /// Sections the final report must contain.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub required_sections: Vec<String>,
+    /// Dimensions a comparison must cover.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub comparison_dimensions: Vec<String>,
+    /// If set, only these tools may appear in a plan.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allowed_tools: Option<Vec<String>>,
+    /// Forbid tools with side effects altogether.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub forbid_side_effects: bool,
+    /// A deadline, free text (e.g. an ISO date).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<String>,
+    /// Most steps a plan may hold and a run may dispatch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_steps: Option<usize>,
+    /// Most replans a run may make.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_replans: Option<u32>,
+    /// Anything else the caller passed.
+    #[serde(flatten)]
+    pub extra: serde_json::Map<String, serde_json::Value>,
+}
+
+/// Why an input was refused before planning.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InputError {
+    /// Nothing but whitespace.
+    #[error("the goal is empty: say what the run should achieve")]
+    Empty,
+    /// No words at all, only punctuation or symbols.
+    #[error("the goal {0:?} has no words in it: say what the run should achieve")]
+    Meaningless(String),
+}
+
+impl Goal {
+    /// Normalises `input` and rejects empty or meaningless goals.
+    ///
+    /// A goal is meaningless when it has fewer than two letters or digits
+    /// (e.g. `"?"`, `"..."`, `"-"`).
+    pub fn prepare(input: &str, constraints: Constraints) -> Result<Self, InputError> {
+        let goal = input.split_whitespace().collect::<Vec<_>>().join(" ");
+        if goal.is_empty() {
+            return Err(InputError::Empty);
+        }
+        if goal.chars().filter(|c| c.is_alphanumeric()).count() < 2 {
+            return Err(InputError::Meaningless(goal));
+        }
+        Ok(Self {
+            input: input.to_owned(),
+            goal,
+            constraints,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalises_whitespace_and_keeps_the_raw_input() {
+        let g = Goal::prepare(
+            "  compare\n RAG   and  fine-tuning ",
+            Constraints::default(),
+        )
+        .unwrap();
+        assert_eq!(g.goal, "compare RAG and fine-tuning");
+        assert_eq!(g.input, "  compare\n RAG   and  fine-tuning ");
+    }
+
+    #[test]
+    fn rejects_empty_and_meaningless_goals() {
+        assert_eq!(
+            Goal::prepare(" \n\t", Constraints::default()),
+            Err(InputError::Empty)
+        );
+        assert!(matches!(
+            Goal::prepare("?!", Constraints::default()),
+            Err(InputError::Meaningless(_))
+        ));
+        assert!(Goal::prepare("시장 동향", Constraints::default()).is_ok());
+    }
+
+    #[test]
+    fn unknown_constraint_keys_are_kept() {
+        let c: Constraints =
+            serde_json::from_str(r#"{"audience":"CTO","max_steps":4,"tone":"dry"}"#).unwrap();
+        assert_eq!(c.audience.as_deref(), Some("CTO"));
+        assert_eq!(c.max_steps, Some(4));
+        assert_eq!(c.extra["tone"], "dry");
+    }
+}

@@ -1,0 +1,745 @@
+//! The plan validator: reads a plan as raw JSON and reports *every* problem at
+//! once, each a [`Diagnostic`] with a stable [`DiagnosticCode`], the step it
+//! concerns and a human message. Only a plan with no diagnostics becomes a
+//! typed [`Plan`].
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::args::references;
+use super::dag::DepGraph;
+use super::{Plan, Precondition, Step};
+use crate::goal::Constraints;
+use crate::ids::StepId;
+use crate::step_status::StepStatus;
+use crate::tool::ToolCatalog;
+
+/// What kind of problem a diagnostic reports. The snake_case names are stable
+/// and appear in `--json` output.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum DiagnosticCode {
+    /// The document is not a plan: neither an object with `steps` nor an array.
+    InvalidPlan,
+    /// The plan has no steps.
+    EmptyPlan,
+    /// A required step field is absent.
+    MissingField,
+    /// A field has the wrong type or an empty value.
+    InvalidField,
+    /// A step has a field the format does not know (often a typo such as `deps`).
+    UnknownField,
+    /// Two steps share an id.
+    DuplicateStepId,
+    /// `depends_on` names a step that does not exist.
+    UnknownDependency,
+    /// A step depends on itself.
+    SelfDependency,
+    /// Steps depend on each other in a loop.
+    DependencyCycle,
+    /// A pending step depends on a step that was terminated or skipped, so it can never run.
+    DeadDependency,
+    /// `tool` names a tool the catalogue does not have.
+    UnknownTool,
+    /// The constraints' `allowed_tools` does not include the tool.
+    ToolNotAllowed,
+    /// A side-effect tool where the constraints forbid side effects.
+    SideEffectForbidden,
+    /// `args` do not match the tool's JSON Schema.
+    ArgsSchemaMismatch,
+    /// A `$step` reference cannot be parsed.
+    MalformedReference,
+    /// A reference names a step that does not exist.
+    UnknownReference,
+    /// A reference names a step that is not a (transitive) dependency.
+    ReferenceNotDependency,
+    /// More steps than `max_steps`.
+    TooManySteps,
+}
+
+impl DiagnosticCode {
+    /// Every code, in documentation order.
+    pub const ALL: [DiagnosticCode; 18] = [
+        Self::InvalidPlan,
+        Self::EmptyPlan,
+        Self::MissingField,
+        Self::InvalidField,
+        Self::UnknownField,
+        Self::DuplicateStepId,
+        Self::UnknownDependency,
+        Self::SelfDependency,
+        Self::DependencyCycle,
+        Self::DeadDependency,
+        Self::UnknownTool,
+        Self::ToolNotAllowed,
+        Self::SideEffectForbidden,
+        Self::ArgsSchemaMismatch,
+        Self::MalformedReference,
+        Self::UnknownReference,
+        Self::ReferenceNotDependency,
+        Self::TooManySteps,
+    ];
+
+    /// Whether a repairer may fix it. A forbidden side effect is a safety
+    /// signal (often injected text asking for an action), so it goes to a person.
+    pub fn repairable(self) -> bool {
+        !matches!(self, Self::SideEffectForbidden)
+    }
+
+    /// The stable snake_case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::InvalidPlan => "invalid_plan",
+            Self::EmptyPlan => "empty_plan",
+            Self::MissingField => "missing_field",
+            Self::InvalidField => "invalid_field",
+            Self::UnknownField => "unknown_field",
+            Self::DuplicateStepId => "duplicate_step_id",
+            Self::UnknownDependency => "unknown_dependency",
+            Self::SelfDependency => "self_dependency",
+            Self::DependencyCycle => "dependency_cycle",
+            Self::DeadDependency => "dead_dependency",
+            Self::UnknownTool => "unknown_tool",
+            Self::ToolNotAllowed => "tool_not_allowed",
+            Self::SideEffectForbidden => "side_effect_forbidden",
+            Self::ArgsSchemaMismatch => "args_schema_mismatch",
+            Self::MalformedReference => "malformed_reference",
+            Self::UnknownReference => "unknown_reference",
+            Self::ReferenceNotDependency => "reference_not_dependency",
+            Self::TooManySteps => "too_many_steps",
+        }
+    }
+}
+
+impl fmt::Display for DiagnosticCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One problem in a plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Diagnostic {
+    /// Stable code.
+    pub code: DiagnosticCode,
+    /// The step concerned, if it has a usable id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub step: Option<StepId>,
+    /// Position of the step in `steps` (0-based), if the problem is in a step.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub index: Option<usize>,
+    /// JSON Pointer to the offending value, e.g. `/steps/2/args/query`.
+    pub path: String,
+    /// What is wrong, for a person or a repairer.
+    pub message: String,
+    /// Whether repair_plan may try to fix it.
+    pub repairable: bool,
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (&self.step, self.index) {
+            (Some(id), _) => write!(f, "[{}] step {id}: {}", self.code, self.message),
+            (None, Some(i)) => write!(f, "[{}] step #{}: {}", self.code, i + 1, self.message),
+            (None, None) => write!(f, "[{}] {}", self.code, self.message),
+        }
+    }
+}
+
+/// What a plan is validated against.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits<'a> {
+    /// The tools steps may call.
+    pub tools: &'a ToolCatalog,
+    /// Most steps (not counting skipped ones) a plan may have.
+    pub max_steps: Option<usize>,
+    /// Allowed tools and the side-effect ban.
+    pub constraints: &'a Constraints,
+}
+
+const STEP_FIELDS: [&str; 9] = [
+    "id",
+    "description",
+    "tool",
+    "args",
+    "depends_on",
+    "preconditions",
+    "acceptance_criteria",
+    "status",
+    "attempts",
+];
+
+/// Whether `s` is a usable step id (one a `$reference` can name).
+pub fn is_valid_step_id(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars.next().is_some_and(|c| c.is_alphabetic() || c == '_')
+        && chars.all(|c| c.is_alphanumeric() || c == '_' || c == '-')
+}
+
+/// Collects diagnostics for one plan document.
+struct Checker<'a> {
+    limits: Limits<'a>,
+    out: Vec<Diagnostic>,
+}
+
+/// What the first pass learned about one step.
+struct StepFacts<'v> {
+    index: usize,
+    id: Option<StepId>,
+    deps: Vec<StepId>,
+    status: StepStatus,
+    /// Strings that may hold references: `args` and preconditions' `ref`s.
+    ref_sources: Vec<(String, &'v Value)>,
+}
+
+impl Checker<'_> {
+    fn push(
+        &mut self,
+        code: DiagnosticCode,
+        step: Option<&StepId>,
+        index: Option<usize>,
+        path: String,
+        message: String,
+    ) {
+        self.out.push(Diagnostic {
+            code,
+            step: step.cloned(),
+            index,
+            path,
+            message,
+            repairable: code.repairable(),
+        });
+    }
+
+    fn step_diag(
+        &mut self,
+        code: DiagnosticCode,
+        facts: &StepFacts<'_>,
+        path: String,
+        message: String,
+    ) {
+        self.push(code, facts.id.as_ref(), Some(facts.index), path, message);
+    }
+
+    /// Required non-empty string field.
+    fn required_string<'v>(
+        &mut self,
+        obj: &'v Map<String, Value>,
+        field: &str,
+        facts: &StepFacts<'_>,
+    ) -> Option<&'v str> {
+        let path = format!("/steps/{}/{field}", facts.index);
+        match obj.get(field) {
+            None | Some(Value::Null) => {
+                self.step_diag(
+                    DiagnosticCode::MissingField,
+                    facts,
+                    path,
+                    format!("`{field}` is missing"),
+                );
+                None
+            }
+            Some(Value::String(s)) if !s.trim().is_empty() => Some(s),
+            Some(Value::String(_)) => {
+                self.step_diag(
+                    DiagnosticCode::InvalidField,
+                    facts,
+                    path,
+                    format!("`{field}` is empty"),
+                );
+                None
+            }
+            Some(other) => {
+                self.step_diag(
+                    DiagnosticCode::InvalidField,
+                    facts,
+                    path,
+                    format!("`{field}` must be a string, not {}", kind(other)),
+                );
+                None
+            }
+        }
+    }
+
+    /// Optional array of strings.
+    fn string_list(
+        &mut self,
+        obj: &Map<String, Value>,
+        field: &str,
+        facts: &StepFacts<'_>,
+    ) -> Vec<String> {
+        let path = format!("/steps/{}/{field}", facts.index);
+        match obj.get(field) {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(items)) => {
+                let mut out = Vec::new();
+                for (i, item) in items.iter().enumerate() {
+                    match item {
+                        Value::String(s) if !s.trim().is_empty() => out.push(s.clone()),
+                        other => self.step_diag(
+                            DiagnosticCode::InvalidField,
+                            facts,
+                            format!("{path}/{i}"),
+                            format!(
+                                "`{field}[{i}]` must be a non-empty string, not {}",
+                                kind(other)
+                            ),
+                        ),
+                    }
+                }
+                out
+            }
+            Some(other) => {
+                self.step_diag(
+                    DiagnosticCode::InvalidField,
+                    facts,
+                    path,
+                    format!("`{field}` must be an array of strings, not {}", kind(other)),
+                );
+                Vec::new()
+            }
+        }
+    }
+
+    /// First pass over one step: fields, tool, arguments.
+    fn check_step<'v>(&mut self, index: usize, value: &'v Value) -> StepFacts<'v> {
+        let mut facts = StepFacts {
+            index,
+            id: None,
+            deps: Vec::new(),
+            status: StepStatus::Pending,
+            ref_sources: Vec::new(),
+        };
+        let Value::Object(obj) = value else {
+            self.step_diag(
+                DiagnosticCode::InvalidField,
+                &facts,
+                format!("/steps/{index}"),
+                format!("a step must be an object, not {}", kind(value)),
+            );
+            return facts;
+        };
+        if let Some(id) = self.required_string(obj, "id", &facts) {
+            if is_valid_step_id(id) {
+                facts.id = Some(StepId::new(id));
+            } else {
+                self.step_diag(
+                    DiagnosticCode::InvalidField,
+                    &facts,
+                    format!("/steps/{index}/id"),
+                    format!("id {id:?} must start with a letter or `_` and use only letters, digits, `_` or `-`"),
+                );
+            }
+        }
+        for key in obj.keys().filter(|k| !STEP_FIELDS.contains(&k.as_str())) {
+            self.step_diag(
+                DiagnosticCode::UnknownField,
+                &facts,
+                format!("/steps/{index}/{key}"),
+                format!("unknown field `{key}` (known: {})", STEP_FIELDS.join(", ")),
+            );
+        }
+        self.required_string(obj, "description", &facts);
+        if let Some(status) = obj.get("status") {
+            match serde_json::from_value::<StepStatus>(status.clone()) {
+                Ok(s) => facts.status = s,
+                Err(_) => self.step_diag(
+                    DiagnosticCode::InvalidField,
+                    &facts,
+                    format!("/steps/{index}/status"),
+                    format!("`status` {status} is not one of pending, running, succeeded, failed, retrying, terminated, skipped"),
+                ),
+            }
+        }
+        if let Some(attempts) = obj.get("attempts").filter(|a| !a.is_u64()) {
+            self.step_diag(
+                DiagnosticCode::InvalidField,
+                &facts,
+                format!("/steps/{index}/attempts"),
+                format!("`attempts` must be a non-negative integer, not {attempts}"),
+            );
+        }
+        match obj.get("acceptance_criteria") {
+            None | Some(Value::Null) => self.step_diag(
+                DiagnosticCode::MissingField,
+                &facts,
+                format!("/steps/{index}/acceptance_criteria"),
+                "`acceptance_criteria` is missing: say what the result must show".to_owned(),
+            ),
+            Some(Value::Array(items)) if items.is_empty() => self.step_diag(
+                DiagnosticCode::InvalidField,
+                &facts,
+                format!("/steps/{index}/acceptance_criteria"),
+                "`acceptance_criteria` is empty: give at least one".to_owned(),
+            ),
+            Some(_) => {
+                self.string_list(obj, "acceptance_criteria", &facts);
+            }
+        }
+        facts.deps = self
+            .string_list(obj, "depends_on", &facts)
+            .into_iter()
+            .map(StepId::new)
+            .collect();
+        self.check_preconditions(obj, &mut facts);
+        let tool = self.required_string(obj, "tool", &facts);
+        let args = match obj.get("args") {
+            None | Some(Value::Null) => None,
+            Some(args @ Value::Object(_)) => {
+                facts
+                    .ref_sources
+                    .push((format!("/steps/{index}/args"), args));
+                Some(args)
+            }
+            Some(other) => {
+                self.step_diag(
+                    DiagnosticCode::InvalidField,
+                    &facts,
+                    format!("/steps/{index}/args"),
+                    format!("`args` must be an object, not {}", kind(other)),
+                );
+                None
+            }
+        };
+        if let Some(tool) = tool {
+            self.check_tool(tool, args, facts.status, &facts);
+        }
+        facts
+    }
+
+    fn check_preconditions<'v>(&mut self, obj: &'v Map<String, Value>, facts: &mut StepFacts<'v>) {
+        let index = facts.index;
+        match obj.get("preconditions") {
+            None | Some(Value::Null) => {}
+            Some(Value::Array(items)) => {
+                for (i, item) in items.iter().enumerate() {
+                    match serde_json::from_value::<Precondition>(item.clone()) {
+                        Ok(_) => {
+                            if let Some(r) = item.get("ref") {
+                                facts.ref_sources.push((format!("/steps/{index}/preconditions/{i}/ref"), r));
+                            }
+                        }
+                        Err(e) => self.step_diag(
+                            DiagnosticCode::InvalidField,
+                            facts,
+                            format!("/steps/{index}/preconditions/{i}"),
+                            format!(
+                                "precondition {i} is not valid ({e}); expected e.g. {{\"check\": \"non_empty\", \"ref\": \"${{step_1.output.items}}\"}} with check exists, non_empty or equals"
+                            ),
+                        ),
+                    }
+                }
+            }
+            Some(other) => self.step_diag(
+                DiagnosticCode::InvalidField,
+                facts,
+                format!("/steps/{index}/preconditions"),
+                format!("`preconditions` must be an array, not {}", kind(other)),
+            ),
+        }
+    }
+
+    fn check_tool(
+        &mut self,
+        tool: &str,
+        args: Option<&Value>,
+        status: StepStatus,
+        facts: &StepFacts<'_>,
+    ) {
+        let path = format!("/steps/{}/tool", facts.index);
+        let Some(spec) = self.limits.tools.spec(tool) else {
+            let known: Vec<_> = self.limits.tools.names().collect();
+            self.step_diag(
+                DiagnosticCode::UnknownTool,
+                facts,
+                path,
+                format!(
+                    "unknown tool {tool:?} (available: {})",
+                    if known.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        known.join(", ")
+                    }
+                ),
+            );
+            return;
+        };
+        if let Some(allowed) = &self.limits.constraints.allowed_tools
+            && !allowed.iter().any(|a| a == tool)
+        {
+            self.step_diag(
+                DiagnosticCode::ToolNotAllowed,
+                facts,
+                path.clone(),
+                format!(
+                    "tool {tool:?} is not in the allowed tools ({})",
+                    allowed.join(", ")
+                ),
+            );
+        }
+        if spec.side_effect && self.limits.constraints.forbid_side_effects {
+            self.step_diag(
+                DiagnosticCode::SideEffectForbidden,
+                facts,
+                path,
+                format!("tool {tool:?} has side effects, which the constraints forbid"),
+            );
+        }
+        if status == StepStatus::Skipped {
+            return;
+        }
+        let empty = Value::Object(Map::new());
+        let args = args.unwrap_or(&empty);
+        for (pointer, message) in self.limits.tools.check_args(tool, args) {
+            self.step_diag(
+                DiagnosticCode::ArgsSchemaMismatch,
+                facts,
+                format!(
+                    "/steps/{}/args{}",
+                    facts.index,
+                    pointer.trim_end_matches('/')
+                ),
+                format!("args{pointer} do not match {tool}'s schema: {message}"),
+            );
+        }
+    }
+
+    /// Second pass: ids, dependencies, cycles, references, size.
+    fn check_graph(&mut self, facts: &[StepFacts<'_>]) {
+        let mut first: BTreeMap<&StepId, &StepFacts<'_>> = BTreeMap::new();
+        for f in facts {
+            let Some(id) = &f.id else { continue };
+            if let Some(earlier) = first.get(id) {
+                self.step_diag(
+                    DiagnosticCode::DuplicateStepId,
+                    f,
+                    format!("/steps/{}/id", f.index),
+                    format!("id {id} is already used by step #{}", earlier.index + 1),
+                );
+            } else {
+                first.insert(id, f);
+            }
+        }
+        let ids: BTreeSet<&StepId> = first.keys().copied().collect();
+        for f in facts {
+            for (i, dep) in f.deps.iter().enumerate() {
+                let path = format!("/steps/{}/depends_on/{i}", f.index);
+                if Some(dep) == f.id.as_ref() {
+                    self.step_diag(
+                        DiagnosticCode::SelfDependency,
+                        f,
+                        path,
+                        "depends on itself".to_owned(),
+                    );
+                } else if !ids.contains(dep) {
+                    self.step_diag(
+                        DiagnosticCode::UnknownDependency,
+                        f,
+                        path,
+                        format!("depends on {dep}, which is not in the plan"),
+                    );
+                } else if let Some(d) = first.get(dep)
+                    && matches!(d.status, StepStatus::Terminated | StepStatus::Skipped)
+                    && !f.status.is_final()
+                {
+                    self.step_diag(
+                        DiagnosticCode::DeadDependency,
+                        f,
+                        path,
+                        format!(
+                            "depends on {dep}, which is {} and will never succeed",
+                            d.status
+                        ),
+                    );
+                }
+            }
+        }
+        let with_ids: Vec<_> = facts
+            .iter()
+            .filter_map(|f| f.id.as_ref().map(|id| (id, f.deps.as_slice())))
+            .collect();
+        let graph = DepGraph::new(with_ids);
+        for cycle in graph.cycles() {
+            let Some(head) = first.get(&cycle[0]) else {
+                continue;
+            };
+            let loop_text: Vec<&str> = cycle
+                .iter()
+                .chain(cycle.first())
+                .map(StepId::as_str)
+                .collect();
+            self.step_diag(
+                DiagnosticCode::DependencyCycle,
+                head,
+                format!("/steps/{}/depends_on", head.index),
+                format!(
+                    "dependency cycle: {} (each step depends on the next)",
+                    loop_text.join(" → ")
+                ),
+            );
+        }
+        for f in facts {
+            let deps =
+                f.id.as_ref()
+                    .map(|id| graph.transitive_deps(id))
+                    .unwrap_or_default();
+            for (path, value) in &f.ref_sources {
+                let (refs, errors) = references(value);
+                for e in errors {
+                    self.step_diag(
+                        DiagnosticCode::MalformedReference,
+                        f,
+                        path.clone(),
+                        e.to_string(),
+                    );
+                }
+                for r in refs {
+                    if Some(&r.step) == f.id.as_ref() {
+                        self.step_diag(
+                            DiagnosticCode::ReferenceNotDependency,
+                            f,
+                            path.clone(),
+                            format!("refers to its own result (${})", r.step),
+                        );
+                    } else if !ids.contains(&r.step) {
+                        self.step_diag(
+                            DiagnosticCode::UnknownReference,
+                            f,
+                            path.clone(),
+                            format!("refers to ${}, which is not a step in the plan", r.step),
+                        );
+                    } else if !deps.contains(&r.step) {
+                        self.step_diag(
+                            DiagnosticCode::ReferenceNotDependency,
+                            f,
+                            path.clone(),
+                            format!(
+                                "refers to ${0} but does not depend on {0}: add it to depends_on",
+                                r.step
+                            ),
+                        );
+                    }
+                }
+            }
+        }
+        let counted = facts
+            .iter()
+            .filter(|f| f.status != StepStatus::Skipped)
+            .count();
+        if let Some(max) = self.limits.max_steps
+            && counted > max
+        {
+            self.push(
+                DiagnosticCode::TooManySteps,
+                None,
+                None,
+                "/steps".to_owned(),
+                format!("the plan has {counted} steps but max_steps is {max}"),
+            );
+        }
+    }
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Validates a plan document. `Ok` holds the typed steps (version is the
+/// caller's to set); `Err` holds every diagnostic found, in plan order.
+pub fn validate(document: &Value, limits: Limits<'_>) -> Result<Vec<Step>, Vec<Diagnostic>> {
+    let mut checker = Checker {
+        limits,
+        out: Vec::new(),
+    };
+    let steps = match document {
+        Value::Array(steps) => steps,
+        Value::Object(obj) => match obj.get("steps") {
+            Some(Value::Array(steps)) => steps,
+            Some(other) => {
+                checker.push(
+                    DiagnosticCode::InvalidPlan,
+                    None,
+                    None,
+                    "/steps".to_owned(),
+                    format!("`steps` must be an array, not {}", kind(other)),
+                );
+                return Err(checker.out);
+            }
+            None => {
+                checker.push(
+                    DiagnosticCode::InvalidPlan,
+                    None,
+                    None,
+                    String::new(),
+                    "a plan is an object with a `steps` array (or a bare array of steps); `steps` is missing".to_owned(),
+                );
+                return Err(checker.out);
+            }
+        },
+        other => {
+            checker.push(
+                DiagnosticCode::InvalidPlan,
+                None,
+                None,
+                String::new(),
+                format!(
+                    "a plan is an object with a `steps` array (or a bare array of steps), not {}",
+                    kind(other)
+                ),
+            );
+            return Err(checker.out);
+        }
+    };
+    if steps.is_empty() {
+        checker.push(
+            DiagnosticCode::EmptyPlan,
+            None,
+            None,
+            "/steps".to_owned(),
+            "the plan has no steps".to_owned(),
+        );
+        return Err(checker.out);
+    }
+    let facts: Vec<_> = steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| checker.check_step(i, s))
+        .collect();
+    checker.check_graph(&facts);
+    if !checker.out.is_empty() {
+        return Err(checker.out);
+    }
+    steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            serde_json::from_value::<Step>(s.clone()).map_err(|e| Diagnostic {
+                code: DiagnosticCode::InvalidField,
+                step: None,
+                index: Some(i),
+                path: format!("/steps/{i}"),
+                message: e.to_string(),
+                repairable: true,
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|d| vec![d])
+}
+
+/// Validates an already-typed plan (e.g. one composed by a replan).
+pub fn validate_plan(plan: &Plan, limits: Limits<'_>) -> Vec<Diagnostic> {
+    validate(&plan.to_json(), limits).err().unwrap_or_default()
+}

@@ -1,0 +1,528 @@
+//! [`RunState`]: everything seed 001's state table lists, plus usage. It
+//! changes only by [`RunState::apply`]ing events, so folding a run's log
+//! rebuilds it exactly.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::event::{Event, EventKind};
+use crate::goal::{Constraints, Goal};
+use crate::ids::{RunId, StepId};
+use crate::plan::validate::Diagnostic;
+use crate::plan::{Plan, compose};
+use crate::roles::Evidence;
+use crate::step_status::{IllegalTransition, StepStatus};
+use crate::usage::Usage;
+
+/// Where a run ended up.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// Still going.
+    #[default]
+    Running,
+    /// Finished with a report (possibly naming gaps).
+    Ok,
+    /// Stopped safely; a person must look.
+    NeedsReview,
+    /// Could not run (empty input, a role failed).
+    Failed,
+}
+
+impl RunStatus {
+    /// The snake_case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Running => "running",
+            Self::Ok => "ok",
+            Self::NeedsReview => "needs_review",
+            Self::Failed => "failed",
+        }
+    }
+}
+
+/// The recorded result of a succeeded step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct StepResult {
+    /// What the tool returned. References `${step.output...}` read this.
+    pub output: Value,
+    /// Attempts it took.
+    pub attempts: u32,
+    /// How long the successful attempt took, in milliseconds.
+    pub duration_ms: u64,
+}
+
+/// An event that does not fit the state it is applied to: a bug or a corrupt log.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum StateError {
+    /// Events must come in order, from 1, without gaps.
+    #[error("event out of order: expected seq {expected}, got {got}")]
+    Sequence {
+        /// The next sequence number.
+        expected: u64,
+        /// The one given.
+        got: u64,
+    },
+    /// The first event of a run must be `run_started`, and only the first.
+    #[error("`run_started` must be the first event and only the first")]
+    NotStarted,
+    /// The event names a step the plan does not have.
+    #[error("event for unknown step {0}")]
+    UnknownStep(StepId),
+    /// The event asks for an illegal status change.
+    #[error("step {step}: {source}")]
+    Transition {
+        /// The step.
+        step: StepId,
+        /// The illegal change.
+        source: IllegalTransition,
+    },
+    /// A new plan version drops or rewinds a step of the previous one.
+    #[error("new plan version rewrites step {step}: {reason}")]
+    PlanRewritten {
+        /// The step.
+        step: StepId,
+        /// How.
+        reason: String,
+    },
+}
+
+/// The whole state of one run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RunState {
+    /// The run.
+    pub run_id: RunId,
+    /// The raw request.
+    pub input: String,
+    /// The normalised goal (empty until prepare_input accepts the input).
+    pub goal: String,
+    /// Audience, length, sections, tools, budgets.
+    pub constraints: Constraints,
+    /// Source notes supplied to the run (filled by callers that have them).
+    pub source_notes: Vec<Value>,
+    /// The current (last validated) plan, with every step's status.
+    pub plan: Plan,
+    /// Diagnostics of the last invalid draft.
+    pub plan_errors: Vec<Diagnostic>,
+    /// The current plan version is approved to run.
+    pub approved_plan: bool,
+    /// The plan version the approval is for.
+    pub approved_version: Option<u32>,
+    /// Steps running right now (seed 001's `current_step_id`, for a parallel scheduler).
+    pub current_step_ids: Vec<StepId>,
+    /// Results of succeeded steps.
+    pub step_results: BTreeMap<StepId, StepResult>,
+    /// Facts and progress notes.
+    pub observations: Vec<String>,
+    /// Missing evidence, open questions, unmet criteria. Never filled by a guess.
+    pub knowledge_gaps: Vec<String>,
+    /// Every decision, in order.
+    pub execution_history: Vec<Event>,
+    /// Replans made.
+    pub replan_count: u32,
+    /// Replan bound.
+    pub max_replans: u32,
+    /// Step bound.
+    pub max_steps: usize,
+    /// Repairs made on the draft under validation.
+    pub repair_count: u32,
+    /// Repair bound per draft.
+    pub max_repairs: u32,
+    /// The plan document waiting for validation, if any.
+    pub pending_draft: Option<Value>,
+    /// Why the run cannot continue by itself.
+    pub blocked_reason: Option<String>,
+    /// The report, once synthesized.
+    pub final_report: Option<String>,
+    /// Evidence the report cites.
+    pub evidence: Vec<Evidence>,
+    /// ok, needs_review, failed (or running).
+    pub status: RunStatus,
+    /// Cost so far.
+    pub usage: Usage,
+}
+
+fn push_unique(list: &mut Vec<String>, item: &str) {
+    if !list.iter().any(|g| g == item) {
+        list.push(item.to_owned());
+    }
+}
+
+impl RunState {
+    /// Rebuilds a run's state from its log.
+    pub fn from_events<'a>(
+        events: impl IntoIterator<Item = &'a Event>,
+    ) -> Result<Self, StateError> {
+        let mut state = Self::default();
+        for event in events {
+            state.apply(event)?;
+        }
+        Ok(state)
+    }
+
+    /// The goal with its constraints, as roles take it.
+    pub fn goal(&self) -> Goal {
+        Goal {
+            input: self.input.clone(),
+            goal: self.goal.clone(),
+            constraints: self.constraints.clone(),
+        }
+    }
+
+    /// Output of a succeeded step, by id — what references resolve against.
+    pub fn outputs(&self) -> BTreeMap<StepId, Value> {
+        self.step_results
+            .iter()
+            .map(|(id, r)| (id.clone(), r.output.clone()))
+            .collect()
+    }
+
+    fn set_status(
+        &mut self,
+        id: &StepId,
+        to: StepStatus,
+    ) -> Result<&mut crate::plan::Step, StateError> {
+        let step = self
+            .plan
+            .step_mut(id)
+            .ok_or_else(|| StateError::UnknownStep(id.clone()))?;
+        step.status = step
+            .status
+            .transition(to)
+            .map_err(|source| StateError::Transition {
+                step: id.clone(),
+                source,
+            })?;
+        Ok(step)
+    }
+
+    fn adopt(&mut self, plan: &Plan) -> Result<(), StateError> {
+        for old in &self.plan.steps {
+            let Some(new) = plan.step(&old.id) else {
+                return Err(StateError::PlanRewritten {
+                    step: old.id.clone(),
+                    reason: "dropped".to_owned(),
+                });
+            };
+            if old.status != new.status && !old.status.can_transition_to(new.status) {
+                return Err(StateError::PlanRewritten {
+                    step: old.id.clone(),
+                    reason: format!("status {} -> {}", old.status, new.status),
+                });
+            }
+            if old.status != StepStatus::Pending && old != new && new.status == old.status {
+                return Err(StateError::PlanRewritten {
+                    step: old.id.clone(),
+                    reason: "changed after it ran".to_owned(),
+                });
+            }
+        }
+        self.plan = plan.clone();
+        Ok(())
+    }
+
+    /// Applies one event. The only way state changes.
+    pub fn apply(&mut self, event: &Event) -> Result<(), StateError> {
+        let expected = self.execution_history.len() as u64 + 1;
+        if event.seq != expected {
+            return Err(StateError::Sequence {
+                expected,
+                got: event.seq,
+            });
+        }
+        if matches!(event.kind, EventKind::RunStarted { .. }) != (expected == 1) {
+            return Err(StateError::NotStarted);
+        }
+        match &event.kind {
+            EventKind::RunStarted {
+                run_id,
+                input,
+                constraints,
+                max_replans,
+                max_steps,
+                max_repairs,
+            } => {
+                self.run_id = run_id.clone();
+                self.input = input.clone();
+                self.constraints = constraints.clone();
+                self.max_replans = *max_replans;
+                self.max_steps = *max_steps;
+                self.max_repairs = *max_repairs;
+            }
+            EventKind::InputRejected { reason } => {
+                self.status = RunStatus::Failed;
+                self.blocked_reason = Some(reason.clone());
+            }
+            EventKind::InputPrepared { goal } => {
+                self.goal = goal.goal.clone();
+                self.constraints = goal.constraints.clone();
+            }
+            EventKind::PlanCreated { draft, usage } => {
+                self.pending_draft = Some(compose(&self.plan, draft));
+                self.usage += *usage;
+            }
+            EventKind::PlanValidated { plan } => {
+                self.adopt(plan)?;
+                self.plan_errors.clear();
+                self.pending_draft = None;
+                self.repair_count = 0;
+                self.approved_plan = false;
+            }
+            EventKind::PlanInvalid { diagnostics } => self.plan_errors = diagnostics.clone(),
+            EventKind::PlanRepaired {
+                attempt,
+                draft,
+                usage,
+            } => {
+                self.pending_draft = Some(compose(&self.plan, draft));
+                self.repair_count = *attempt;
+                self.usage += *usage;
+            }
+            EventKind::PlanApproved { version, usage, .. } => {
+                self.approved_plan = true;
+                self.approved_version = Some(*version);
+                self.usage += *usage;
+            }
+            EventKind::PlanRejected { reason, usage, .. } => {
+                self.approved_plan = false;
+                self.blocked_reason = Some(format!("plan rejected: {reason}"));
+                self.usage += *usage;
+            }
+            EventKind::StepStarted { step, attempt } => {
+                self.set_status(step, StepStatus::Running)?.attempts = *attempt;
+                self.current_step_ids.push(step.clone());
+                self.usage.tool_calls += 1;
+            }
+            EventKind::StepSucceeded {
+                step,
+                result,
+                usage,
+            } => {
+                self.set_status(step, StepStatus::Succeeded)?;
+                self.current_step_ids.retain(|s| s != step);
+                self.step_results.insert(step.clone(), result.clone());
+                self.usage += *usage;
+            }
+            EventKind::StepFailed { step, .. } => {
+                self.set_status(step, StepStatus::Failed)?;
+                self.current_step_ids.retain(|s| s != step);
+            }
+            EventKind::StepRetrying { step, .. } => {
+                self.set_status(step, StepStatus::Retrying)?;
+            }
+            EventKind::StepTerminated { step, .. } => {
+                self.set_status(step, StepStatus::Terminated)?;
+            }
+            EventKind::Assessed {
+                new_gaps,
+                resolved_gaps,
+                observations,
+                usage,
+                ..
+            } => {
+                self.knowledge_gaps.retain(|g| !resolved_gaps.contains(g));
+                for gap in new_gaps {
+                    push_unique(&mut self.knowledge_gaps, gap);
+                }
+                self.observations.extend(observations.iter().cloned());
+                self.usage += *usage;
+            }
+            EventKind::StopConditionMet { condition, detail } => {
+                self.blocked_reason = Some(format!("{condition}: {detail}"));
+            }
+            EventKind::Replanned {
+                replan_count,
+                draft,
+                usage,
+                ..
+            } => {
+                self.replan_count = *replan_count;
+                self.pending_draft = Some(compose(&self.plan, draft));
+                self.usage += *usage;
+            }
+            EventKind::Synthesized {
+                report,
+                evidence,
+                usage,
+                ..
+            } => {
+                self.final_report = Some(report.clone());
+                self.evidence = evidence.clone();
+                self.status = RunStatus::Ok;
+                self.usage += *usage;
+            }
+            EventKind::NeedsReview { reason } => {
+                self.status = RunStatus::NeedsReview;
+                self.blocked_reason = Some(reason.clone());
+            }
+            EventKind::RunFailed { error } => {
+                self.status = RunStatus::Failed;
+                self.blocked_reason = Some(error.clone());
+            }
+        }
+        if let Some(first) = self.execution_history.first() {
+            let elapsed = (event.at - first.at).num_milliseconds();
+            self.usage.wall_time_ms = u64::try_from(elapsed).unwrap_or(0);
+        }
+        self.execution_history.push(event.clone());
+        Ok(())
+    }
+
+    /// Seed 001's `final_output`: what a user gets back.
+    pub fn final_output(&self) -> FinalOutput {
+        FinalOutput {
+            run_id: self.run_id.clone(),
+            status: self.status,
+            final_report: self.final_report.clone().unwrap_or_default(),
+            plan: self
+                .plan
+                .steps
+                .iter()
+                .map(|s| PlanSummary {
+                    id: s.id.clone(),
+                    description: s.description.clone(),
+                    tool: s.tool.clone(),
+                    depends_on: s.depends_on.clone(),
+                    status: s.status,
+                    attempts: s.attempts,
+                })
+                .collect(),
+            plan_version: self.plan.version,
+            step_results: self.step_results.clone(),
+            knowledge_gaps: self.knowledge_gaps.clone(),
+            evidence: self.evidence.clone(),
+            blocked_reason: self.blocked_reason.clone(),
+            plan_errors: self.plan_errors.clone(),
+            replan_count: self.replan_count,
+            usage: self.usage,
+            execution_history: self.execution_history.clone(),
+        }
+    }
+}
+
+/// One step in the final output.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PlanSummary {
+    /// The step.
+    pub id: StepId,
+    /// What it was for.
+    pub description: String,
+    /// The tool it called.
+    pub tool: String,
+    /// Its dependencies.
+    pub depends_on: Vec<StepId>,
+    /// Where it ended.
+    pub status: StepStatus,
+    /// Attempts made.
+    pub attempts: u32,
+}
+
+/// What a run returns to its user (seed 001's `final_output`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct FinalOutput {
+    /// The run.
+    pub run_id: RunId,
+    /// ok, needs_review or failed.
+    pub status: RunStatus,
+    /// The report (empty unless ok).
+    pub final_report: String,
+    /// Every step of the last plan with its status.
+    pub plan: Vec<PlanSummary>,
+    /// Version of that plan.
+    pub plan_version: u32,
+    /// Results of succeeded steps.
+    pub step_results: BTreeMap<StepId, StepResult>,
+    /// Gaps left open.
+    pub knowledge_gaps: Vec<String>,
+    /// Evidence the report cites.
+    pub evidence: Vec<Evidence>,
+    /// Why the run stopped, if it did not finish.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub blocked_reason: Option<String>,
+    /// Diagnostics of the last invalid plan, if any.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub plan_errors: Vec<Diagnostic>,
+    /// Replans made.
+    pub replan_count: u32,
+    /// What it cost.
+    pub usage: Usage,
+    /// Every decision.
+    pub execution_history: Vec<Event>,
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::Utc;
+
+    use super::*;
+
+    fn ev(seq: u64, kind: EventKind) -> Event {
+        Event {
+            seq,
+            at: Utc::now(),
+            kind,
+        }
+    }
+
+    fn started() -> Event {
+        ev(
+            1,
+            EventKind::RunStarted {
+                run_id: RunId("r".into()),
+                input: "x".into(),
+                constraints: Constraints::default(),
+                max_replans: 1,
+                max_steps: 5,
+                max_repairs: 1,
+            },
+        )
+    }
+
+    #[test]
+    fn events_must_come_in_order_and_start_with_run_started() {
+        let mut s = RunState::default();
+        assert_eq!(
+            s.apply(&ev(1, EventKind::NeedsReview { reason: "x".into() })),
+            Err(StateError::NotStarted)
+        );
+        s.apply(&started()).unwrap();
+        assert_eq!(
+            s.apply(&ev(3, EventKind::NeedsReview { reason: "x".into() })),
+            Err(StateError::Sequence {
+                expected: 2,
+                got: 3
+            })
+        );
+    }
+
+    #[test]
+    fn illegal_step_transitions_in_the_log_are_refused() {
+        let mut s = RunState::default();
+        s.apply(&started()).unwrap();
+        let plan = Plan {
+            version: 1,
+            steps: vec![crate::plan::Step::new("a", "d", "t")],
+        };
+        s.apply(&ev(2, EventKind::PlanValidated { plan })).unwrap();
+        let result = StepResult {
+            output: Value::Null,
+            attempts: 1,
+            duration_ms: 0,
+        };
+        let err = s
+            .apply(&ev(
+                3,
+                EventKind::StepSucceeded {
+                    step: "a".into(),
+                    result,
+                    usage: Usage::default(),
+                },
+            ))
+            .unwrap_err();
+        assert!(matches!(err, StateError::Transition { .. }), "{err}");
+        assert_eq!(s.plan.steps[0].status, StepStatus::Pending);
+    }
+}

@@ -1,0 +1,343 @@
+//! Scripted roles and tools for tests — yours and ours. Each scripted role
+//! replays a queue of answers in order and counts its calls; an exhausted
+//! script is a typed role failure, never a panic.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+
+use crate::failure::FailureClass;
+use crate::goal::Goal;
+use crate::plan::{DraftPlan, Plan, Step};
+use crate::roles::{
+    AssessRequest, Assessment, Assessor, Evidence, PlanRequest, Planner, RepairRequest, Repairer,
+    ReplanRequest, Replanner, Reply, Report, ReviewDecision, Reviewer, RoleError, RoleName,
+    StepOutcome, Synthesizer,
+};
+use crate::state::RunState;
+use crate::tool::{DynTool, ToolError, ToolSpec};
+
+/// A queue of scripted answers with a call counter.
+#[derive(Debug)]
+pub struct Script<T> {
+    role: RoleName,
+    answers: Mutex<VecDeque<Result<T, RoleError>>>,
+    calls: AtomicUsize,
+}
+
+impl<T> Script<T> {
+    /// A script for `role` that answers in this order.
+    pub fn new(role: RoleName, answers: impl IntoIterator<Item = Result<T, RoleError>>) -> Self {
+        Self {
+            role,
+            answers: Mutex::new(answers.into_iter().collect()),
+            calls: AtomicUsize::new(0),
+        }
+    }
+
+    /// How many times the role was asked.
+    pub fn calls(&self) -> usize {
+        self.calls.load(Ordering::SeqCst)
+    }
+
+    /// The next answer, or `None` when the script is exhausted.
+    fn next_answer(&self) -> Option<Result<T, RoleError>> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        self.answers
+            .lock()
+            .map(|mut q| q.pop_front())
+            .unwrap_or(None)
+    }
+
+    fn next(&self) -> Result<Reply<T>, RoleError> {
+        match self.next_answer() {
+            Some(answer) => answer.map(Reply::free),
+            None => Err(exhausted(self.role)),
+        }
+    }
+}
+
+fn exhausted(role: RoleName) -> RoleError {
+    RoleError::Failed {
+        role,
+        class: FailureClass::Fatal,
+        message: "the script has no more answers".to_owned(),
+    }
+}
+
+/// A planner that replays drafts.
+#[derive(Debug)]
+pub struct ScriptedPlanner(pub Script<DraftPlan>);
+
+impl ScriptedPlanner {
+    /// Answers with these plans, in order.
+    pub fn new(plans: impl IntoIterator<Item = DraftPlan>) -> Self {
+        Self(Script::new(RoleName::Planner, plans.into_iter().map(Ok)))
+    }
+}
+
+#[async_trait]
+impl Planner for ScriptedPlanner {
+    async fn plan(&self, _request: PlanRequest<'_>) -> Result<Reply<DraftPlan>, RoleError> {
+        self.0.next()
+    }
+}
+
+/// A repairer that replays drafts.
+#[derive(Debug)]
+pub struct ScriptedRepairer(pub Script<DraftPlan>);
+
+impl ScriptedRepairer {
+    /// Answers with these plans, in order.
+    pub fn new(plans: impl IntoIterator<Item = DraftPlan>) -> Self {
+        Self(Script::new(RoleName::Repairer, plans.into_iter().map(Ok)))
+    }
+}
+
+#[async_trait]
+impl Repairer for ScriptedRepairer {
+    async fn repair(&self, _request: RepairRequest<'_>) -> Result<Reply<DraftPlan>, RoleError> {
+        self.0.next()
+    }
+}
+
+/// A replanner that replays drafts of the remaining steps.
+#[derive(Debug)]
+pub struct ScriptedReplanner(pub Script<DraftPlan>);
+
+impl ScriptedReplanner {
+    /// Answers with these drafts, in order.
+    pub fn new(plans: impl IntoIterator<Item = DraftPlan>) -> Self {
+        Self(Script::new(RoleName::Replanner, plans.into_iter().map(Ok)))
+    }
+}
+
+#[async_trait]
+impl Replanner for ScriptedReplanner {
+    async fn replan(&self, _request: ReplanRequest<'_>) -> Result<Reply<DraftPlan>, RoleError> {
+        self.0.next()
+    }
+}
+
+/// A reviewer that replays decisions.
+#[derive(Debug)]
+pub struct ScriptedReviewer(pub Script<ReviewDecision>);
+
+impl ScriptedReviewer {
+    /// Answers with these decisions, in order.
+    pub fn new(decisions: impl IntoIterator<Item = ReviewDecision>) -> Self {
+        Self(Script::new(
+            RoleName::Reviewer,
+            decisions.into_iter().map(Ok),
+        ))
+    }
+}
+
+#[async_trait]
+impl Reviewer for ScriptedReviewer {
+    async fn review(&self, _goal: &Goal, _plan: &Plan) -> Result<Reply<ReviewDecision>, RoleError> {
+        self.0.next()
+    }
+}
+
+type AssessFn = dyn Fn(&AssessRequest<'_>) -> Assessment + Send + Sync;
+
+/// An assessor that replays assessments; when the script runs out it falls
+/// back to a rule (by default: a success meets its criteria and the run
+/// continues, a failure is a gap worth a replan).
+pub struct ScriptedAssessor {
+    script: Script<Assessment>,
+    fallback: Box<AssessFn>,
+}
+
+impl std::fmt::Debug for ScriptedAssessor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ScriptedAssessor")
+            .field("calls", &self.script.calls())
+            .finish()
+    }
+}
+
+impl ScriptedAssessor {
+    /// Replays `answers`, then applies the default rule.
+    pub fn new(answers: impl IntoIterator<Item = Assessment>) -> Self {
+        Self::with_rule(answers, |request| match request.outcome {
+            StepOutcome::Succeeded(_) => Assessment::ok(format!("{} done", request.step.id)),
+            StepOutcome::Failed(f) => {
+                Assessment::gap(format!("{} failed: {}", request.step.id, f.message))
+            }
+        })
+    }
+
+    /// Replays `answers`, then applies `rule`.
+    pub fn with_rule(
+        answers: impl IntoIterator<Item = Assessment>,
+        rule: impl Fn(&AssessRequest<'_>) -> Assessment + Send + Sync + 'static,
+    ) -> Self {
+        Self {
+            script: Script::new(RoleName::Assessor, answers.into_iter().map(Ok)),
+            fallback: Box::new(rule),
+        }
+    }
+
+    /// How many times it was asked.
+    pub fn calls(&self) -> usize {
+        self.script.calls()
+    }
+}
+
+#[async_trait]
+impl Assessor for ScriptedAssessor {
+    async fn assess(&self, request: AssessRequest<'_>) -> Result<Reply<Assessment>, RoleError> {
+        match self.script.next_answer() {
+            Some(answer) => answer.map(Reply::free),
+            None => Ok(Reply::free((self.fallback)(&request))),
+        }
+    }
+}
+
+/// A synthesizer that writes one line per succeeded step and cites each
+/// step's output as evidence, or replays scripted reports.
+#[derive(Debug)]
+pub struct ScriptedSynthesizer(pub Script<Report>);
+
+impl ScriptedSynthesizer {
+    /// Replays these reports; when none are left, summarises the results.
+    pub fn new(reports: impl IntoIterator<Item = Report>) -> Self {
+        Self(Script::new(
+            RoleName::Synthesizer,
+            reports.into_iter().map(Ok),
+        ))
+    }
+
+    /// Always summarises the results.
+    pub fn summarising() -> Self {
+        Self::new([])
+    }
+}
+
+#[async_trait]
+impl Synthesizer for ScriptedSynthesizer {
+    async fn synthesize(&self, state: &RunState) -> Result<Reply<Report>, RoleError> {
+        if let Some(answer) = self.0.next_answer() {
+            return answer.map(Reply::free);
+        }
+        let mut text = format!("# {}\n\n", state.goal);
+        let mut evidence = Vec::new();
+        for (id, result) in &state.step_results {
+            let quote = match &result.output {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            text.push_str(&format!("- {id}: {quote} [{id}]\n"));
+            if let Value::String(s) = &result.output {
+                evidence.push(Evidence {
+                    source_id: id.to_string(),
+                    step: id.clone(),
+                    quote: s.clone(),
+                });
+            }
+        }
+        Ok(Reply::free(Report { text, evidence }))
+    }
+}
+
+type ToolFn = dyn Fn(Value) -> BoxFuture<'static, Result<Value, ToolError>> + Send + Sync;
+
+/// A tool built from a closure, with a call log.
+pub struct FnTool {
+    spec: ToolSpec,
+    call: Box<ToolFn>,
+    log: Arc<Mutex<Vec<Value>>>,
+}
+
+impl std::fmt::Debug for FnTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FnTool")
+            .field("name", &self.spec.name)
+            .finish()
+    }
+}
+
+impl FnTool {
+    /// A read-only tool taking any object.
+    pub fn new(
+        name: &str,
+        call: impl Fn(Value) -> BoxFuture<'static, Result<Value, ToolError>> + Send + Sync + 'static,
+    ) -> Self {
+        let spec = ToolSpec {
+            name: name.to_owned(),
+            description: format!("scripted tool {name}"),
+            args_schema: json!({"type": "object"}),
+            side_effect: false,
+            idempotent: true,
+            timeout_ms: None,
+        };
+        Self {
+            spec,
+            call: Box::new(call),
+            log: Arc::new(Mutex::new(Vec::new())),
+        }
+    }
+
+    /// Echoes `{"echo": args}` after `latency` (on tokio's clock, so a paused clock skips it).
+    pub fn echo(name: &str, latency: Duration) -> Self {
+        Self::new(name, move |args| {
+            Box::pin(async move {
+                tokio::time::sleep(latency).await;
+                Ok(json!({ "echo": args }))
+            })
+        })
+    }
+
+    /// Replaces the argument schema.
+    #[must_use]
+    pub fn with_schema(mut self, schema: Value) -> Self {
+        self.spec.args_schema = schema;
+        self
+    }
+
+    /// Marks it as having side effects.
+    #[must_use]
+    pub fn with_side_effect(mut self) -> Self {
+        self.spec.side_effect = true;
+        self.spec.idempotent = false;
+        self
+    }
+
+    /// Sets a timeout per call.
+    #[must_use]
+    pub fn with_timeout_ms(mut self, ms: u64) -> Self {
+        self.spec.timeout_ms = Some(ms);
+        self
+    }
+
+    /// A handle on the arguments of every call so far.
+    pub fn log(&self) -> Arc<Mutex<Vec<Value>>> {
+        Arc::clone(&self.log)
+    }
+}
+
+impl DynTool for FnTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn call_json(&self, args: Value) -> BoxFuture<'_, Result<Value, ToolError>> {
+        if let Ok(mut log) = self.log.lock() {
+            log.push(args.clone());
+        }
+        (self.call)(args)
+    }
+}
+
+/// Shorthand: a draft plan from steps.
+pub fn draft(steps: Vec<Step>) -> DraftPlan {
+    DraftPlan::from_steps(steps)
+}
