@@ -408,7 +408,7 @@ impl<'e> Run<'e> {
                         "the plan still has {count} problem(s) after {} repair attempt(s)",
                         self.state.repair_count
                     );
-                    self.review_reason = detail.clone();
+                    self.review_reason = format!("{}: {detail}", StopCondition::MaxRepairs);
                     self.record(EventKind::StopConditionMet {
                         condition: StopCondition::MaxRepairs,
                         detail,
@@ -876,7 +876,7 @@ impl<'e> Run<'e> {
             None
         };
         if let Some((condition, detail)) = stop {
-            self.review_reason = detail.clone();
+            self.review_reason = format!("{condition}: {detail}");
             self.record(EventKind::StopConditionMet { condition, detail })
                 .await?;
             return Ok(Ok(Node::MarkNeedsReview));
