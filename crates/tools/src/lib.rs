@@ -1,1 +1,18 @@
-pub fn placeholder() {}
+//! # stepwise-tools
+//!
+//! Built-in tools for Stepwise. Today: a local notes corpus ([`notes`]), the
+//! two read-only tools over it, `search_notes` and `read_note` ([`tools`]),
+//! and `compare_results` ([`compare`]), which lines up several searches and
+//! flags conflicting figures. Register them with [`register_notes_tools`];
+//! list their specs without a corpus with [`builtin_specs`].
+
+pub mod compare;
+pub mod notes;
+pub mod tools;
+
+pub use compare::{CompareResults, CompareResultsArgs, CompareResultsOutput};
+pub use notes::{Corpus, CorpusError, LoadedCorpus, Note, SearchHit, SkipReason, SkippedFile};
+pub use tools::{
+    ReadNote, ReadNoteArgs, ReadNoteOutput, SearchNotes, SearchNotesArgs, SearchNotesOutput,
+    SearchResult, builtin_specs, register_notes_tools,
+};

@@ -357,12 +357,18 @@ impl Checker<'_> {
                 ),
             }
         }
-        if let Some(attempts) = obj.get("attempts").filter(|a| !a.is_u64()) {
+        if let Some(attempts) = obj
+            .get("attempts")
+            .filter(|a| a.as_u64().is_none_or(|n| u32::try_from(n).is_err()))
+        {
             self.step_diag(
                 DiagnosticCode::InvalidField,
                 &facts,
                 format!("/steps/{index}/attempts"),
-                format!("`attempts` must be a non-negative integer, not {attempts}"),
+                format!(
+                    "`attempts` must be a non-negative integer (at most {}), not {attempts}",
+                    u32::MAX
+                ),
             );
         }
         match obj.get("acceptance_criteria") {
@@ -726,7 +732,17 @@ pub fn validate(document: &Value, limits: Limits<'_>) -> Result<Vec<Step>, Vec<D
         .iter()
         .enumerate()
         .map(|(i, s)| {
-            serde_json::from_value::<Step>(s.clone()).map_err(|e| Diagnostic {
+            let mut s = s.clone();
+            // The checks above read a null `args`, `depends_on` or
+            // `preconditions` as absent; serde's defaults do not.
+            if let Value::Object(obj) = &mut s {
+                for field in ["args", "depends_on", "preconditions"] {
+                    if obj.get(field).is_some_and(Value::is_null) {
+                        obj.remove(field);
+                    }
+                }
+            }
+            serde_json::from_value::<Step>(s).map_err(|e| Diagnostic {
                 code: DiagnosticCode::InvalidField,
                 step: None,
                 index: Some(i),

@@ -1,0 +1,48 @@
+//! Writing to the terminal without panicking: a closed pipe
+//! (`stepwise plan schema | head`) ends output quietly instead of aborting.
+
+use std::io::{self, Write};
+
+/// Exit status for usage errors (bad flags, unreadable or non-JSON input),
+/// matching clap's own.
+pub(crate) const USAGE_ERROR: u8 = 2;
+
+/// Writes `text` to stdout. A closed pipe is not an error.
+pub(crate) fn stdout(text: &str) -> anyhow::Result<()> {
+    let mut out = io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => {
+            Err(anyhow::anyhow!("cannot write to standard output: {e}"))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Prints an error as one `error: ...` line on stderr.
+pub(crate) fn error(err: &anyhow::Error) {
+    let text = format!("{err:#}");
+    let one_line: Vec<&str> = text.split_whitespace().collect();
+    // Nothing sensible is left to do if stderr is gone.
+    let _ = writeln!(io::stderr().lock(), "error: {}", one_line.join(" "));
+}
+
+/// `1 problem`, `2 problems`.
+pub(crate) fn plural(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("{n} {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plural;
+
+    #[test]
+    fn plurals() {
+        assert_eq!(plural(0, "step"), "0 steps");
+        assert_eq!(plural(1, "step"), "1 step");
+        assert_eq!(plural(3, "problem"), "3 problems");
+    }
+}

@@ -1,0 +1,85 @@
+//! `stepwise plan validate` and `stepwise plan schema`.
+
+use std::process::ExitCode;
+
+use anyhow::anyhow;
+use stepwise_core::plan::plan_json_schema;
+use stepwise_core::plan::validate::validate as validate_plan;
+use stepwise_core::{Constraints, Diagnostic, Limits, ToolCatalog};
+
+use crate::cli::ValidateArgs;
+use crate::input;
+use crate::output::{self, plural};
+
+/// Exit status of a plan that was read but is not valid.
+const INVALID: u8 = 1;
+
+/// Validates a plan file; exit 0 valid, 1 invalid, errors (exit 2) as `Err`.
+pub(crate) fn validate(args: &ValidateArgs) -> anyhow::Result<ExitCode> {
+    let plan = input::read_json(&args.file)?;
+    let specs = match &args.tools {
+        Some(path) => input::read_tools(path)?,
+        None => crate::tools_cmd::builtin_specs(),
+    };
+    let catalog = ToolCatalog::new(specs).map_err(|e| match &args.tools {
+        Some(path) => anyhow!("{} is not a valid tools file: {e}", path.display()),
+        None => anyhow!("the built-in tools are broken: {e}"),
+    })?;
+    let constraints = match &args.constraints {
+        Some(arg) => input::read_constraints(arg)?,
+        None => Constraints::default(),
+    };
+    let max_steps = args.max_steps.or(constraints.max_steps);
+    let diagnostics = validate_plan(
+        &plan.value,
+        Limits {
+            tools: &catalog,
+            max_steps,
+            constraints: &constraints,
+        },
+    );
+    let (text, valid) = match &diagnostics {
+        Ok(_) if args.json => ("[]\n".to_owned(), true),
+        Ok(steps) => (
+            format!(
+                "{}: valid plan, {}\n",
+                plan.name,
+                plural(steps.len(), "step")
+            ),
+            true,
+        ),
+        Err(diags) if args.json => (format!("{}\n", serde_json::to_string_pretty(diags)?), false),
+        Err(diags) => (human(&plan.name, diags), false),
+    };
+    output::stdout(&text)?;
+    Ok(if valid {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(INVALID)
+    })
+}
+
+/// One line per diagnostic, `FILE#/json/pointer: [code] step id: message`,
+/// then a count.
+fn human(name: &str, diagnostics: &[Diagnostic]) -> String {
+    let mut text = String::new();
+    for d in diagnostics {
+        if d.path.is_empty() {
+            text.push_str(&format!("{name}: {d}\n"));
+        } else {
+            text.push_str(&format!("{name}#{}: {d}\n", d.path));
+        }
+    }
+    text.push_str(&format!(
+        "{} in {name}\n",
+        plural(diagnostics.len(), "problem")
+    ));
+    text
+}
+
+/// Prints the plan JSON Schema.
+pub(crate) fn schema() -> anyhow::Result<ExitCode> {
+    let text = serde_json::to_string_pretty(&plan_json_schema())?;
+    output::stdout(&format!("{text}\n"))?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,52 @@
+//! The offline roles: the embedded default, needing no model.
+//!
+//! - [`OfflinePlanner`] turns the goal and its constraints into sub-questions,
+//!   one `search_notes` step each, plus a `compare_results` step that depends
+//!   on every gathering step.
+//! - [`OfflineAssessor`] checks a search step's acceptance criteria: a result
+//!   scoring at least [`MIN_SCORE`] whose passages cover at least
+//!   [`MIN_COVERAGE`] of the sub-question's key terms.
+//! - [`OfflineReplanner`] reformulates only the failing sub-questions.
+//! - [`OfflineSynthesizer`] writes an extractive brief with `[note_id]`
+//!   citations, flagged contradictions and an "Unresolved gaps" section.
+//! - [`OfflineRepairer`] drops the steps a diagnostic names.
+
+mod assessor;
+mod planner;
+mod repairer;
+mod replanner;
+mod search;
+mod synthesizer;
+
+use std::sync::Arc;
+
+use stepwise_core::Roles;
+use stepwise_tools::notes::Corpus;
+
+pub use assessor::OfflineAssessor;
+pub use planner::{OfflinePlanner, sub_questions};
+pub use repairer::OfflineRepairer;
+pub use replanner::OfflineReplanner;
+pub use synthesizer::OfflineSynthesizer;
+
+/// A search result must score at least this (BM25) to count as evidence.
+pub const MIN_SCORE: f64 = 0.5;
+/// A sub-question's key terms that the evidence must cover, as a fraction.
+pub const MIN_COVERAGE: f64 = 0.5;
+
+/// The offline roles over a notes corpus.
+pub fn roles(corpus: Arc<Corpus>) -> Roles {
+    Roles::new(
+        Arc::new(OfflinePlanner),
+        Arc::new(OfflineRepairer),
+        Arc::new(OfflineAssessor),
+        Arc::new(OfflineReplanner::new(corpus)),
+        Arc::new(OfflineSynthesizer),
+    )
+}
+
+/// The gap recorded when a sub-question finds no evidence; the same text for
+/// the original step and its reformulations, so a later success resolves it.
+pub fn gap_for(sub_question: &str) -> String {
+    format!("No evidence in the notes for: {sub_question}")
+}

@@ -1,0 +1,209 @@
+//! The offline synthesizer: an extractive brief. Per sub-question, the most
+//! relevant sentences of the retrieved passages, each cited `[note_id]`;
+//! contradictions the comparison step found; the open gaps; the sources.
+//! It only quotes what the run retrieved and writes nothing for a gap.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use async_trait::async_trait;
+use serde::Deserialize;
+use stepwise_core::roles::{Reply, Report, RoleError, Synthesizer};
+use stepwise_core::{Evidence, RunState, StepId, StepStatus};
+
+use super::assessor::{evidence, query_of};
+use super::search::{key_terms, sentences};
+
+/// A contradiction as `compare_results` reports it.
+#[derive(Debug, Deserialize)]
+struct Contradiction {
+    term: String,
+    claims: Vec<Claim>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Claim {
+    note_id: String,
+    sentence: String,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct Comparison {
+    #[serde(default)]
+    contradictions: Vec<Contradiction>,
+}
+
+/// One sentence chosen for the brief.
+struct Pick {
+    sentence: String,
+    note_id: String,
+    step: StepId,
+    score: usize,
+}
+
+/// Sentences per sub-question: fewer when the constraints ask for a short result.
+fn sentences_per_section(state: &RunState) -> usize {
+    let length = state
+        .constraints
+        .length
+        .as_deref()
+        .unwrap_or_default()
+        .to_lowercase();
+    if ["short", "brief", "one paragraph", "짧"]
+        .iter()
+        .any(|w| length.contains(w))
+    {
+        2
+    } else {
+        3
+    }
+}
+
+/// The best sentences for one sub-question, from all its search steps.
+fn picks_for(state: &RunState, description: &str, limit: usize) -> Vec<Pick> {
+    let mut picks: Vec<Pick> = Vec::new();
+    for step in state
+        .plan
+        .steps
+        .iter()
+        .filter(|s| s.tool == "search_notes" && s.description == description)
+    {
+        let Some(result) = state.step_results.get(&step.id) else {
+            continue;
+        };
+        let query = query_of(step);
+        let terms = key_terms(&format!("{query} {description}"));
+        let (hits, _) = evidence(&result.output, &query);
+        for hit in hits {
+            for passage in &hit.passages {
+                for sentence in sentences(passage) {
+                    let found = key_terms(sentence);
+                    let score = terms.iter().filter(|t| found.contains(t)).count();
+                    if score == 0 || picks.iter().any(|p| p.sentence == sentence) {
+                        continue;
+                    }
+                    picks.push(Pick {
+                        sentence: sentence.to_owned(),
+                        note_id: hit.note_id.clone(),
+                        step: step.id.clone(),
+                        score,
+                    });
+                }
+            }
+        }
+    }
+    // Stable sort: ties keep retrieval order (best-scoring note first).
+    picks.sort_by_key(|p| std::cmp::Reverse(p.score));
+    picks.truncate(limit);
+    picks
+}
+
+/// Writes the brief from the run's results.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OfflineSynthesizer;
+
+#[async_trait]
+impl Synthesizer for OfflineSynthesizer {
+    async fn synthesize(&self, state: &RunState) -> Result<Reply<Report>, RoleError> {
+        let mut text = format!("# {}\n", state.goal);
+        if let Some(audience) = &state.constraints.audience {
+            let _ = write!(text, "\n_For: {audience}_\n");
+        }
+        let mut evidence_list: Vec<Evidence> = Vec::new();
+        let mut cited: BTreeMap<String, String> = BTreeMap::new();
+        let limit = sentences_per_section(state);
+        let mut descriptions: Vec<&str> = Vec::new();
+        for s in state
+            .plan
+            .steps
+            .iter()
+            .filter(|s| s.tool == "search_notes" && s.status != StepStatus::Skipped)
+        {
+            if !descriptions.contains(&s.description.as_str()) {
+                descriptions.push(&s.description);
+            }
+        }
+        for description in descriptions {
+            let _ = write!(text, "\n## {description}\n\n");
+            let picks = picks_for(state, description, limit);
+            if picks.is_empty() {
+                text.push_str("_No evidence found in the notes; see Unresolved gaps._\n");
+                continue;
+            }
+            for p in picks {
+                let _ = writeln!(text, "- {} [{}]", p.sentence, p.note_id);
+                cited
+                    .entry(p.note_id.clone())
+                    .or_insert_with(|| title_of(state, &p.note_id));
+                evidence_list.push(Evidence {
+                    source_id: p.note_id,
+                    step: p.step,
+                    quote: p.sentence,
+                });
+            }
+        }
+        let contradictions: Vec<(StepId, Contradiction)> = state
+            .plan
+            .steps
+            .iter()
+            .filter(|s| s.tool == "compare_results")
+            .filter_map(|s| Some((s.id.clone(), state.step_results.get(&s.id)?)))
+            .flat_map(|(id, r)| {
+                let c: Comparison = serde_json::from_value(r.output.clone()).unwrap_or_default();
+                c.contradictions.into_iter().map(move |c| (id.clone(), c))
+            })
+            .collect();
+        if !contradictions.is_empty() {
+            text.push_str("\n## Contradictions\n\n");
+            for (step, c) in contradictions {
+                let claims: Vec<String> = c
+                    .claims
+                    .iter()
+                    .map(|cl| format!("[{}] says “{}”", cl.note_id, cl.sentence))
+                    .collect();
+                let _ = writeln!(text, "- On *{}*: {}.", c.term, claims.join("; "));
+                for cl in c.claims {
+                    cited
+                        .entry(cl.note_id.clone())
+                        .or_insert_with(|| title_of(state, &cl.note_id));
+                    evidence_list.push(Evidence {
+                        source_id: cl.note_id,
+                        step: step.clone(),
+                        quote: cl.sentence,
+                    });
+                }
+            }
+        }
+        text.push_str("\n## Unresolved gaps\n\n");
+        if state.knowledge_gaps.is_empty() {
+            text.push_str("None: every sub-question found evidence in the notes.\n");
+        } else {
+            for gap in &state.knowledge_gaps {
+                let _ = writeln!(text, "- {gap}");
+            }
+        }
+        if !cited.is_empty() {
+            text.push_str("\n## Sources\n\n");
+            for (id, title) in &cited {
+                let _ = writeln!(text, "- [{id}] {title}");
+            }
+        }
+
+        Ok(Reply::free(Report {
+            text,
+            evidence: evidence_list,
+        }))
+    }
+}
+
+/// A note's title, as the search results gave it.
+fn title_of(state: &RunState, note_id: &str) -> String {
+    for r in state.step_results.values() {
+        for h in super::search::hits(&r.output) {
+            if h.note_id == note_id {
+                return h.title;
+            }
+        }
+    }
+    String::new()
+}

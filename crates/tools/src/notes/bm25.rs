@@ -1,0 +1,209 @@
+//! Okapi BM25 over pre-tokenised documents.
+//!
+//! Written here rather than taken from a crate so that tokenisation (see
+//! [`tokenize`](mod@super::tokenize)) stays entirely ours and the scores are easy
+//! to check by hand: for a query `Q` and a document `D`,
+//!
+//! ```text
+//! score(D, Q) = Σ_{t ∈ Q} idf(t) · tf(t, D) · (k1 + 1)
+//!                         / (tf(t, D) + k1 · (1 − b + b · |D| / avgdl))
+//! idf(t)      = ln(1 + (N − df(t) + 0.5) / (df(t) + 0.5))
+//! ```
+//!
+//! with `k1 = 1.2`, `b = 0.75` by default. Each *distinct* query term counts
+//! once, so repeating a word in a query does not change the ranking.
+
+use std::collections::{HashMap, HashSet};
+
+/// BM25's two tuning constants.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Bm25Params {
+    /// Term-frequency saturation: how quickly extra occurrences stop helping.
+    pub k1: f64,
+    /// Length normalisation: 0 ignores document length, 1 normalises fully.
+    pub b: f64,
+}
+
+impl Default for Bm25Params {
+    /// The usual `k1 = 1.2`, `b = 0.75`.
+    fn default() -> Self {
+        Self { k1: 1.2, b: 0.75 }
+    }
+}
+
+/// An inverted index over documents numbered `0..len()` in insertion order.
+#[derive(Debug, Clone, Default)]
+pub struct Bm25Index {
+    params: Bm25Params,
+    /// term → (document, term frequency), documents ascending.
+    postings: HashMap<String, Vec<(usize, u32)>>,
+    doc_lens: Vec<usize>,
+    avg_doc_len: f64,
+}
+
+impl Bm25Index {
+    /// Indexes `docs` (each a list of terms) with the default parameters.
+    pub fn new<I, D>(docs: I) -> Self
+    where
+        I: IntoIterator<Item = D>,
+        D: IntoIterator<Item = String>,
+    {
+        Self::with_params(docs, Bm25Params::default())
+    }
+
+    /// Indexes `docs` with the given parameters.
+    pub fn with_params<I, D>(docs: I, params: Bm25Params) -> Self
+    where
+        I: IntoIterator<Item = D>,
+        D: IntoIterator<Item = String>,
+    {
+        let mut postings: HashMap<String, Vec<(usize, u32)>> = HashMap::new();
+        let mut doc_lens = Vec::new();
+        for (doc, terms) in docs.into_iter().enumerate() {
+            let mut counts: HashMap<String, u32> = HashMap::new();
+            let mut len = 0;
+            for term in terms {
+                *counts.entry(term).or_default() += 1;
+                len += 1;
+            }
+            doc_lens.push(len);
+            for (term, tf) in counts {
+                postings.entry(term).or_default().push((doc, tf));
+            }
+        }
+        let total: usize = doc_lens.iter().sum();
+        let avg_doc_len = if doc_lens.is_empty() {
+            0.0
+        } else {
+            total as f64 / doc_lens.len() as f64
+        };
+        Self {
+            params,
+            postings,
+            doc_lens,
+            avg_doc_len,
+        }
+    }
+
+    /// Number of documents.
+    pub fn len(&self) -> usize {
+        self.doc_lens.len()
+    }
+
+    /// Whether there are no documents.
+    pub fn is_empty(&self) -> bool {
+        self.doc_lens.is_empty()
+    }
+
+    /// Number of documents containing `term`.
+    pub fn doc_freq(&self, term: &str) -> usize {
+        self.postings.get(term).map_or(0, Vec::len)
+    }
+
+    /// `ln(1 + (N − df + 0.5) / (df + 0.5))`: always positive, so a term that
+    /// occurs everywhere still counts a little instead of penalising matches.
+    pub fn idf(&self, term: &str) -> f64 {
+        let n = self.len() as f64;
+        let df = self.doc_freq(term) as f64;
+        (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+    }
+
+    /// The score of every document for `query`, indexed by document number.
+    /// Documents sharing no term with the query score exactly 0.
+    pub fn scores(&self, query: &[String]) -> Vec<f64> {
+        let mut scores = vec![0.0; self.len()];
+        let Bm25Params { k1, b } = self.params;
+        let mut seen = HashSet::new();
+        // Query order, not hash order: float sums must add up the same way every run.
+        for term in query {
+            if !seen.insert(term.as_str()) {
+                continue;
+            }
+            let Some(postings) = self.postings.get(term) else {
+                continue;
+            };
+            let idf = self.idf(term);
+            for &(doc, tf) in postings {
+                let tf = f64::from(tf);
+                let len_ratio = if self.avg_doc_len > 0.0 {
+                    self.doc_lens[doc] as f64 / self.avg_doc_len
+                } else {
+                    1.0
+                };
+                let norm = k1 * (1.0 - b + b * len_ratio);
+                scores[doc] += idf * tf * (k1 + 1.0) / (tf + norm);
+            }
+        }
+        scores
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn terms(text: &str) -> Vec<String> {
+        text.split_whitespace().map(str::to_owned).collect()
+    }
+
+    /// The formula, written out once more independently of the index.
+    fn expected(tf: f64, doc_len: f64, avgdl: f64, n: f64, df: f64) -> f64 {
+        let (k1, b) = (1.2, 0.75);
+        let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
+        idf * tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * doc_len / avgdl))
+    }
+
+    fn close(actual: f64, expected: f64) {
+        assert!(
+            (actual - expected).abs() < 1e-9,
+            "{actual} is not {expected}"
+        );
+    }
+
+    #[test]
+    fn matches_hand_computed_scores_on_a_toy_corpus() {
+        // d0: 4 terms, d1: 2 terms, d2: 3 terms → avgdl = 3.
+        let index = Bm25Index::new([
+            terms("rag cost cost latency"),
+            terms("rag tuning"),
+            terms("tuning cost eval"),
+        ]);
+        let (n, avgdl) = (3.0, 3.0);
+        // df: rag = 2 (d0, d1), cost = 2 (d0, d2), tuning = 2, eval = 1.
+        close(index.idf("cost"), (1.0 + (3.0 - 2.0 + 0.5) / 2.5_f64).ln());
+        close(index.idf("eval"), (1.0 + 2.5 / 1.5_f64).ln());
+        close(index.idf("absent"), (1.0 + 3.5 / 0.5_f64).ln());
+
+        let scores = index.scores(&terms("cost tuning"));
+        // d0: cost tf 2 (len 4); d1: tuning tf 1 (len 2); d2: cost + tuning, tf 1 each (len 3).
+        close(scores[0], expected(2.0, 4.0, avgdl, n, 2.0));
+        close(scores[1], expected(1.0, 2.0, avgdl, n, 2.0));
+        close(
+            scores[2],
+            expected(1.0, 3.0, avgdl, n, 2.0) + expected(1.0, 3.0, avgdl, n, 2.0),
+        );
+        // And the numbers themselves, so a shared mistake in both formulas shows:
+        // idf(cost) = ln(1.6) = 0.470003629..., d2 = 2 · idf · 2.2 / 2.2.
+        close(scores[2], 2.0 * 1.6_f64.ln());
+
+        let rare = index.scores(&terms("eval"));
+        close(rare[2], expected(1.0, 3.0, avgdl, n, 1.0));
+        assert_eq!((rare[0], rare[1]), (0.0, 0.0));
+    }
+
+    #[test]
+    fn repeated_query_terms_count_once() {
+        let index = Bm25Index::new([terms("a b"), terms("b c")]);
+        assert_eq!(index.scores(&terms("a a b")), index.scores(&terms("a b")));
+    }
+
+    #[test]
+    fn empty_index_and_empty_documents_score_zero() {
+        let empty = Bm25Index::new(Vec::<Vec<String>>::new());
+        assert!(empty.is_empty());
+        assert!(empty.scores(&terms("x")).is_empty());
+
+        let blank = Bm25Index::new([Vec::new(), Vec::new()]);
+        assert_eq!(blank.scores(&terms("x")), [0.0, 0.0]);
+    }
+}

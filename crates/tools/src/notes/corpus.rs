@@ -1,0 +1,183 @@
+//! The corpus: notes with unique ids, sorted by id, indexed for search once
+//! so that every tool call after that only reads.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use super::error::CorpusError;
+use super::search::{PassageIndex, SearchHit};
+
+/// Where a note came from, so errors and citations can point at it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    /// A `.md` or `.txt` file: the whole file is the note.
+    File(PathBuf),
+    /// One line of a `.jsonl` file.
+    JsonlLine {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line number.
+        line: usize,
+    },
+    /// Built in code (tests, other sources) rather than loaded from disk.
+    Inline,
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::File(path) => write!(f, "{}", path.display()),
+            Self::JsonlLine { path, line } => write!(f, "{} line {line}", path.display()),
+            Self::Inline => f.write_str("a note built in code"),
+        }
+    }
+}
+
+/// One note.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Note {
+    /// Stable identifier: the file stem, or the `id` of a JSONL line.
+    pub id: String,
+    /// A short human title.
+    pub title: String,
+    /// The full text (for Markdown files, including the heading).
+    pub text: String,
+    /// Where it came from.
+    pub origin: Origin,
+}
+
+impl Note {
+    /// A note built in code.
+    pub fn new(id: impl Into<String>, title: impl Into<String>, text: impl Into<String>) -> Self {
+        Self {
+            id: id.into(),
+            title: title.into(),
+            text: text.into(),
+            origin: Origin::Inline,
+        }
+    }
+}
+
+/// Notes with unique ids, sorted by id, with a passage index for
+/// [`search`](Self::search). Immutable once built: share it in an `Arc`.
+pub struct Corpus {
+    notes: Vec<Note>,
+    index: PassageIndex,
+}
+
+impl fmt::Debug for Corpus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Corpus")
+            .field("notes", &self.notes.len())
+            .field("passages", &self.index.len())
+            .finish()
+    }
+}
+
+impl Corpus {
+    /// A corpus with no notes. Searching it finds nothing; it exists so that
+    /// tools can be described (e.g. for `builtin_specs`) without a folder.
+    pub fn empty() -> Self {
+        Self {
+            notes: Vec::new(),
+            index: PassageIndex::build(&[]),
+        }
+    }
+
+    /// A corpus of these notes, sorted by id. Fails on a duplicate id,
+    /// naming where both copies came from (the first one in input order is
+    /// reported as `first`). An empty list is allowed here; only
+    /// [`load`](Self::load) treats an empty folder as a mistake.
+    pub fn from_notes(notes: impl IntoIterator<Item = Note>) -> Result<Self, CorpusError> {
+        let mut notes: Vec<Note> = notes.into_iter().collect();
+        // Stable sort: of two equal ids, the one given first stays first.
+        notes.sort_by(|a, b| a.id.cmp(&b.id));
+        if let Some(pair) = notes.windows(2).find(|w| w[0].id == w[1].id) {
+            return Err(CorpusError::DuplicateId {
+                id: pair[0].id.clone(),
+                first: pair[0].origin.clone(),
+                second: pair[1].origin.clone(),
+            });
+        }
+        let index = PassageIndex::build(&notes);
+        Ok(Self { notes, index })
+    }
+
+    /// Number of notes.
+    pub fn len(&self) -> usize {
+        self.notes.len()
+    }
+
+    /// Whether there are no notes.
+    pub fn is_empty(&self) -> bool {
+        self.notes.is_empty()
+    }
+
+    /// All notes, sorted by id.
+    pub fn notes(&self) -> &[Note] {
+        &self.notes
+    }
+
+    /// All ids, sorted.
+    pub fn ids(&self) -> impl Iterator<Item = &str> {
+        self.notes.iter().map(|n| n.id.as_str())
+    }
+
+    /// The note with this id (exact, case-sensitive match).
+    pub fn get(&self, id: &str) -> Option<&Note> {
+        self.notes
+            .binary_search_by(|n| n.id.as_str().cmp(id))
+            .ok()
+            .map(|i| &self.notes[i])
+    }
+
+    /// The `limit` notes that best match `query`, best first. See
+    /// [`search`](super::search) for how notes are ranked; a query with no
+    /// searchable terms (empty, punctuation, stop words) finds nothing.
+    pub fn search(&self, query: &str, limit: usize) -> Vec<SearchHit> {
+        self.index.search(&self.notes, query, limit)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn notes_are_sorted_and_found_by_id() {
+        let corpus =
+            Corpus::from_notes([Note::new("b", "B", "bee"), Note::new("a", "A", "ay")]).unwrap();
+        assert_eq!(corpus.ids().collect::<Vec<_>>(), ["a", "b"]);
+        assert_eq!(corpus.get("b").unwrap().text, "bee");
+        assert!(corpus.get("c").is_none());
+        assert!(corpus.get("A").is_none());
+    }
+
+    #[test]
+    fn duplicate_ids_name_both_origins() {
+        let first = Note {
+            origin: Origin::File("x/a.md".into()),
+            ..Note::new("a", "A", "one")
+        };
+        let second = Note {
+            origin: Origin::JsonlLine {
+                path: "x/more.jsonl".into(),
+                line: 3,
+            },
+            ..Note::new("a", "A", "two")
+        };
+        let err = Corpus::from_notes([first, second]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "duplicate note id \"a\": in x/a.md and in x/more.jsonl line 3"
+        );
+    }
+
+    #[test]
+    fn the_empty_corpus_finds_nothing() {
+        let corpus = Corpus::empty();
+        assert!(corpus.is_empty());
+        assert!(corpus.search("anything", 5).is_empty());
+        assert_eq!(format!("{corpus:?}"), "Corpus { notes: 0, passages: 0 }");
+    }
+}
