@@ -14,6 +14,13 @@ pub(crate) struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
+    /// Run a goal over a folder of notes, offline: plan, search, assess,
+    /// replan, and write a cited brief that names its gaps.
+    ///
+    /// The brief (Markdown, or the full result with --json) goes to stdout;
+    /// live progress goes to stderr. Exit status: 0 ok, 3 needs review,
+    /// 1 failed, 2 usage error.
+    Run(RunArgs),
     /// Check plan files and print the plan format.
     #[command(subcommand)]
     Plan(PlanCommand),
@@ -57,6 +64,49 @@ pub(crate) struct ValidateArgs {
     /// `max_steps`): a JSON file, or inline JSON starting with `{`.
     #[arg(long, value_name = "FILE_OR_JSON")]
     pub(crate) constraints: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct RunArgs {
+    /// What the run should achieve, e.g. "Should support adopt RAG or fine-tuning?".
+    #[arg(value_name = "GOAL")]
+    pub(crate) goal: String,
+
+    /// Folder of notes: .md and .txt files (one note each) and .jsonl files
+    /// (one {"id", "title", "text"} per line).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) notes: PathBuf,
+
+    /// Constraints (audience, length, required_sections,
+    /// comparison_dimensions, allowed_tools, max_steps, max_replans): a JSON
+    /// file, or inline JSON starting with `{`.
+    #[arg(long, value_name = "FILE_OR_JSON")]
+    pub(crate) constraints: Option<String>,
+
+    /// Most steps the run may take (overrides the constraints).
+    #[arg(long, value_name = "N", value_parser = at_least_one)]
+    pub(crate) max_steps: Option<usize>,
+
+    /// Most replans (overrides the constraints).
+    #[arg(long, value_name = "N")]
+    pub(crate) max_replans: Option<u32>,
+
+    /// Most steps running at once.
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = at_least_one)]
+    pub(crate) concurrency: usize,
+
+    /// Print the full result as JSON (status, report, plan, step results,
+    /// gaps, evidence, usage, history) instead of Markdown.
+    #[arg(long)]
+    pub(crate) json: bool,
+
+    /// Write the output to this file instead of stdout.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) out: Option<PathBuf>,
+
+    /// No progress on stderr.
+    #[arg(long, short)]
+    pub(crate) quiet: bool,
 }
 
 #[derive(Debug, Args)]

@@ -2,13 +2,16 @@
 //!
 //! Structured output (plans, diagnostics, JSON) goes to stdout; errors go to
 //! stderr as one `error: ...` line. Exit codes: 0 success, 1 the input was
-//! checked and found wanting (e.g. an invalid plan), 2 usage errors (bad
-//! flags, unreadable or non-JSON files).
+//! checked and found wanting (e.g. an invalid plan) or a run failed, 2 usage
+//! errors (bad flags, unreadable or non-JSON files, a missing notes folder),
+//! 3 a run stopped for review.
 
 mod cli;
 mod input;
 mod output;
 mod plan_cmd;
+mod progress;
+mod run_cmd;
 mod tools_cmd;
 
 use std::process::ExitCode;
@@ -19,7 +22,9 @@ use crate::cli::{Cli, Command, PlanCommand};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let is_run = matches!(cli.command, Command::Run(_));
     let result = match cli.command {
+        Command::Run(args) => run_cmd::run(&args),
         Command::Plan(PlanCommand::Validate(args)) => plan_cmd::validate(&args),
         Command::Plan(PlanCommand::Schema) => plan_cmd::schema(),
         Command::Tools(args) => tools_cmd::list(&args),
@@ -28,7 +33,10 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(err) => {
             output::error(&err);
-            ExitCode::from(output::USAGE_ERROR)
+            // Problems with what the user gave us are usage errors; a run
+            // that broke down after it started is a plain failure.
+            let usage = !is_run || err.downcast_ref::<run_cmd::UsageError>().is_some();
+            ExitCode::from(if usage { output::USAGE_ERROR } else { 1 })
         }
     }
 }

@@ -26,6 +26,11 @@ pub(crate) fn error(err: &anyhow::Error) {
     let _ = writeln!(io::stderr().lock(), "error: {}", one_line.join(" "));
 }
 
+/// Prints a side remark (a skipped file, a written path) as `note: ...` on stderr.
+pub(crate) fn note(text: &str) {
+    let _ = writeln!(io::stderr().lock(), "note: {text}");
+}
+
 /// `1 problem`, `2 problems`.
 pub(crate) fn plural(n: usize, noun: &str) -> String {
     if n == 1 {

@@ -18,7 +18,7 @@ use stepwise_core::{Effects, Tool, ToolError};
 use crate::notes::tokenize::{is_stop_word, tokenize};
 
 /// Content words two sentences must share to be about the same thing.
-pub const MIN_SHARED_TERMS: usize = 2;
+pub const MIN_SHARED_TERMS: usize = 4;
 /// Most contradictions reported.
 const MAX_CONTRADICTIONS: usize = 5;
 
@@ -176,7 +176,7 @@ fn figures(sentence: &str) -> BTreeMap<String, BTreeSet<String>> {
 fn statement(note_id: &str, sentence: &str) -> Statement {
     let terms = tokenize(sentence)
         .into_iter()
-        .filter(|t| t.chars().count() >= 2 && !t.chars().all(|c| c.is_ascii_digit()))
+        .filter(|t| t.chars().count() >= 3 && !t.chars().any(|c| c.is_ascii_digit()))
         .collect();
     Statement {
         note_id: note_id.to_owned(),

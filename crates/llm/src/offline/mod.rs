@@ -6,13 +6,16 @@
 //! - [`OfflineAssessor`] checks a search step's acceptance criteria: a result
 //!   scoring at least [`MIN_SCORE`] whose passages cover at least
 //!   [`MIN_COVERAGE`] of the sub-question's key terms.
-//! - [`OfflineReplanner`] reformulates only the failing sub-questions.
+//! - [`OfflineReplanner`] reformulates only the failing sub-questions, with
+//!   the [`Reformulator`] the assessor also asks whether a gap is recoverable.
 //! - [`OfflineSynthesizer`] writes an extractive brief with `[note_id]`
 //!   citations, flagged contradictions and an "Unresolved gaps" section.
 //! - [`OfflineRepairer`] drops the steps a diagnostic names.
 
 mod assessor;
+mod judge;
 mod planner;
+mod reformulate;
 mod repairer;
 mod replanner;
 mod search;
@@ -25,6 +28,7 @@ use stepwise_tools::notes::Corpus;
 
 pub use assessor::OfflineAssessor;
 pub use planner::{OfflinePlanner, sub_questions};
+pub use reformulate::Reformulator;
 pub use repairer::OfflineRepairer;
 pub use replanner::OfflineReplanner;
 pub use synthesizer::OfflineSynthesizer;
@@ -36,11 +40,12 @@ pub const MIN_COVERAGE: f64 = 0.5;
 
 /// The offline roles over a notes corpus.
 pub fn roles(corpus: Arc<Corpus>) -> Roles {
+    let reformulator = Arc::new(Reformulator::new(corpus));
     Roles::new(
         Arc::new(OfflinePlanner),
         Arc::new(OfflineRepairer),
-        Arc::new(OfflineAssessor),
-        Arc::new(OfflineReplanner::new(corpus)),
+        Arc::new(OfflineAssessor::new(Arc::clone(&reformulator))),
+        Arc::new(OfflineReplanner::new(reformulator)),
         Arc::new(OfflineSynthesizer),
     )
 }

@@ -91,6 +91,35 @@ fn split_parts(goal: &str) -> Vec<String> {
         .collect()
 }
 
+/// Key terms kept from the first part of a split goal: the words next to the
+/// separator name the first alternative ("… adopt RAG or fine-tuning").
+const FOCUS_TERMS: usize = 3;
+
+/// The tail of the first part that names its alternative: "Should our team
+/// adopt retrieval-augmented generation" → "retrieval-augmented generation".
+/// The leading context is already in the whole-goal sub-question.
+fn focus_tail(part: &str) -> String {
+    let terms: Vec<String> = key_terms(part)
+        .into_iter()
+        .filter(|t| !TASK_WORDS.contains(&t.as_str()))
+        .collect();
+    let Some(first) = terms
+        .len()
+        .checked_sub(FOCUS_TERMS)
+        .and_then(|i| terms.get(i))
+    else {
+        return part.to_owned();
+    };
+    let lower = part.to_lowercase();
+    match lower.rfind(first.as_str()) {
+        // Lowercasing can change byte lengths; only cut where it is safe.
+        Some(at) if lower.len() == part.len() && part.is_char_boundary(at) => {
+            part[at..].trim().to_owned()
+        }
+        _ => part.to_owned(),
+    }
+}
+
 /// The sub-questions for a goal, at most `max`: one per required section,
 /// else one per comparison dimension, else the goal itself plus each of its
 /// parts (split at commas, "and", "or", "vs", …).
@@ -105,12 +134,13 @@ pub fn sub_questions(goal: &Goal, max: usize) -> Vec<String> {
     } else if !c.comparison_dimensions.is_empty() {
         c.comparison_dimensions
             .iter()
-            .map(|d| format!("{d} — {topic}"))
+            .map(|d| format!("{d}: {topic}"))
             .collect()
     } else {
         let mut qs = vec![topic.clone()];
-        let parts = split_parts(topic);
+        let mut parts = split_parts(topic);
         if parts.len() > 1 {
+            parts[0] = focus_tail(&parts[0]);
             qs.extend(parts);
         }
         qs

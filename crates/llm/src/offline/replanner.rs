@@ -2,81 +2,26 @@
 //! fell short, keeps every other remaining step, and points dependants of a
 //! reformulated step at its replacement.
 
-use std::collections::BTreeSet;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
+use super::gap_for;
+use super::planner::gather_step;
+use super::reformulate::Reformulator;
 use async_trait::async_trait;
 use serde_json::Value;
 use stepwise_core::roles::{ReplanRequest, Replanner, Reply, RoleError};
 use stepwise_core::{DraftPlan, RunState, Step, StepId, StepStatus};
-use stepwise_tools::notes::Corpus;
-
-use super::assessor::query_of;
-use super::gap_for;
-use super::planner::gather_step;
-use super::search::key_terms;
-
-/// Shortest shared prefix for a vocabulary term to count as a variant (price ~ pricing).
-const MIN_PREFIX: usize = 4;
 
 /// Reformulates failing `search_notes` steps from the corpus vocabulary.
 #[derive(Debug)]
 pub struct OfflineReplanner {
-    corpus: Arc<Corpus>,
-    vocabulary: OnceLock<BTreeSet<String>>,
+    reformulator: Arc<Reformulator>,
 }
 
 impl OfflineReplanner {
-    /// A replanner over this corpus.
-    pub fn new(corpus: Arc<Corpus>) -> Self {
-        Self {
-            corpus,
-            vocabulary: OnceLock::new(),
-        }
-    }
-
-    fn vocabulary(&self) -> &BTreeSet<String> {
-        self.vocabulary.get_or_init(|| {
-            self.corpus
-                .notes()
-                .iter()
-                .flat_map(|n| stepwise_tools::notes::tokenize(&format!("{}\n{}", n.title, n.text)))
-                .collect()
-        })
-    }
-
-    /// Candidate queries for a sub-question, best first: terms the corpus
-    /// knows plus corpus variants of the ones it does not; then the known
-    /// terms alone; then each known term on its own.
-    fn candidates(&self, sub_question: &str, query: &str) -> Vec<String> {
-        let vocab = self.vocabulary();
-        let mut terms = key_terms(query);
-        for t in key_terms(sub_question) {
-            if !terms.contains(&t) {
-                terms.push(t);
-            }
-        }
-        let known: Vec<String> = terms
-            .iter()
-            .filter(|t| vocab.contains(*t))
-            .cloned()
-            .collect();
-        let mut expanded = known.clone();
-        for t in terms.iter().filter(|t| !vocab.contains(*t)) {
-            let prefix: String = t.chars().take(MIN_PREFIX).collect();
-            if prefix.chars().count() < MIN_PREFIX {
-                continue;
-            }
-            for v in vocab.iter().filter(|v| v.starts_with(&prefix)).take(3) {
-                if !expanded.contains(v) {
-                    expanded.push(v.clone());
-                }
-            }
-        }
-        let mut out = vec![expanded.join(" "), known.join(" ")];
-        out.extend(known.iter().cloned());
-        out.retain(|q| !q.is_empty());
-        out
+    /// A replanner that reformulates with `reformulator`.
+    pub fn new(reformulator: Arc<Reformulator>) -> Self {
+        Self { reformulator }
     }
 }
 
@@ -131,18 +76,7 @@ impl Replanner for OfflineReplanner {
         let mut new_steps = Vec::new();
         let mut renamed: Vec<(StepId, StepId)> = Vec::new();
         for old in failing(state) {
-            let tried: Vec<String> = state
-                .plan
-                .steps
-                .iter()
-                .filter(|s| s.description == old.description)
-                .map(query_of)
-                .collect();
-            let Some(query) = self
-                .candidates(&old.description, &query_of(old))
-                .into_iter()
-                .find(|q| !tried.contains(q))
-            else {
+            let Some(query) = self.reformulator.next_query(state, old) else {
                 continue;
             };
             let base = old

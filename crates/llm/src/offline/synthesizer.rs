@@ -11,7 +11,8 @@ use serde::Deserialize;
 use stepwise_core::roles::{Reply, Report, RoleError, Synthesizer};
 use stepwise_core::{Evidence, RunState, StepId, StepStatus};
 
-use super::assessor::{evidence, query_of};
+use super::gap_for;
+use super::judge::{judge, query_of};
 use super::search::{key_terms, sentences};
 
 /// A contradiction as `compare_results` reports it.
@@ -59,8 +60,9 @@ fn sentences_per_section(state: &RunState) -> usize {
     }
 }
 
-/// The best sentences for one sub-question, from all its search steps.
-fn picks_for(state: &RunState, description: &str, limit: usize) -> Vec<Pick> {
+/// The best sentences for one sub-question, from all its search steps,
+/// leaving out sentences an earlier section already quotes.
+fn picks_for(state: &RunState, description: &str, limit: usize, used: &[String]) -> Vec<Pick> {
     let mut picks: Vec<Pick> = Vec::new();
     for step in state
         .plan
@@ -71,15 +73,26 @@ fn picks_for(state: &RunState, description: &str, limit: usize) -> Vec<Pick> {
         let Some(result) = state.step_results.get(&step.id) else {
             continue;
         };
-        let query = query_of(step);
-        let terms = key_terms(&format!("{query} {description}"));
-        let (hits, _) = evidence(&result.output, &query);
-        for hit in hits {
+        // Only evidence that met the step's criteria backs a claim; a gap gets none.
+        let judgement = judge(&state.constraints, step, &result.output);
+        if !judgement.met() {
+            continue;
+        }
+        let terms = key_terms(&format!("{} {description}", query_of(step)));
+        for hit in judgement.good {
             for passage in &hit.passages {
                 for sentence in sentences(passage) {
                     let found = key_terms(sentence);
                     let score = terms.iter().filter(|t| found.contains(t)).count();
-                    if score == 0 || picks.iter().any(|p| p.sentence == sentence) {
+                    // A section about a dimension quotes only sentences about it.
+                    let on_focus = judgement.focus_words.is_empty()
+                        || judgement.focus_words.iter().any(|f| found.contains(f));
+                    if score == 0
+                        || !on_focus
+                        || sentence == hit.title
+                        || used.iter().any(|u| u == sentence)
+                        || picks.iter().any(|p| p.sentence == sentence)
+                    {
                         continue;
                     }
                     picks.push(Pick {
@@ -124,8 +137,13 @@ impl Synthesizer for OfflineSynthesizer {
             }
         }
         for description in descriptions {
-            let _ = write!(text, "\n## {description}\n\n");
-            let picks = picks_for(state, description, limit);
+            let _ = write!(text, "\n## {}\n\n", heading(state, description));
+            let used: Vec<String> = evidence_list.iter().map(|e| e.quote.clone()).collect();
+            let mut picks = picks_for(state, description, limit, &used);
+            if picks.is_empty() {
+                // Everything relevant is quoted in an earlier section: quote it again here.
+                picks = picks_for(state, description, limit, &[]);
+            }
             if picks.is_empty() {
                 text.push_str("_No evidence found in the notes; see Unresolved gaps._\n");
                 continue;
@@ -178,7 +196,7 @@ impl Synthesizer for OfflineSynthesizer {
         if state.knowledge_gaps.is_empty() {
             text.push_str("None: every sub-question found evidence in the notes.\n");
         } else {
-            for gap in &state.knowledge_gaps {
+            for gap in ordered_gaps(state) {
                 let _ = writeln!(text, "- {gap}");
             }
         }
@@ -194,6 +212,46 @@ impl Synthesizer for OfflineSynthesizer {
             evidence: evidence_list,
         }))
     }
+}
+
+/// A section's heading: the constraint section or dimension a sub-question
+/// was planned for ("Cost"), else the sub-question itself.
+fn heading(state: &RunState, description: &str) -> String {
+    let c = &state.constraints;
+    match c
+        .required_sections
+        .iter()
+        .chain(&c.comparison_dimensions)
+        .find(|d| {
+            description
+                .strip_prefix(d.as_str())
+                .is_some_and(|rest| rest.starts_with(": "))
+        }) {
+        Some(d) => {
+            let mut chars = d.chars();
+            chars
+                .next()
+                .map(|f| f.to_uppercase().chain(chars).collect())
+                .unwrap_or_default()
+        }
+        None => description.to_owned(),
+    }
+}
+
+/// Gaps in plan order of the sub-questions they belong to (others last), so
+/// the brief does not depend on which parallel step happened to finish first.
+fn ordered_gaps(state: &RunState) -> Vec<&String> {
+    let position = |gap: &String| {
+        state
+            .plan
+            .steps
+            .iter()
+            .position(|s| &gap_for(&s.description) == gap)
+            .unwrap_or(usize::MAX)
+    };
+    let mut gaps: Vec<&String> = state.knowledge_gaps.iter().collect();
+    gaps.sort_by_key(|g| position(g));
+    gaps
 }
 
 /// A note's title, as the search results gave it.

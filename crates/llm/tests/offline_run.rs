@@ -1,0 +1,203 @@
+//! The offline roles end to end, through the real engine and the real notes
+//! tools over the example corpus.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::sync::Arc;
+
+use stepwise_core::{
+    Constraints, Engine, EventKind, RunConfig, RunState, RunStatus, StepStatus, ToolRegistry,
+};
+use stepwise_tools::notes::{Corpus, Note};
+
+fn example_corpus() -> Corpus {
+    Corpus::load(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/notes"))
+        .unwrap()
+        .corpus
+}
+
+async fn run(corpus: Corpus, goal: &str, constraints: Constraints) -> RunState {
+    let corpus = Arc::new(corpus);
+    let mut tools = ToolRegistry::new();
+    stepwise_tools::register_notes_tools(&mut tools, Arc::clone(&corpus));
+    let engine = Engine::new(
+        stepwise_llm::offline::roles(corpus),
+        tools,
+        RunConfig::default(),
+    )
+    .unwrap();
+    let state = engine.run(goal, constraints).await.unwrap();
+    assert_eq!(
+        RunState::from_events(&state.execution_history).unwrap(),
+        state,
+        "the log folds to the state"
+    );
+    state
+}
+
+#[tokio::test]
+async fn a_research_brief_over_the_example_notes_is_ok_and_cited() {
+    let state = run(
+        example_corpus(),
+        "Should our support team adopt retrieval-augmented generation or fine-tuning?",
+        Constraints::default(),
+    )
+    .await;
+    assert_eq!(state.status, RunStatus::Ok, "{:?}", state.blocked_reason);
+    let report = state.final_report.as_deref().unwrap();
+    assert!(
+        report.starts_with("# Should our support team adopt"),
+        "{report}"
+    );
+    assert!(report.contains("## Unresolved gaps"));
+    assert!(!state.evidence.is_empty());
+    // Every citation in the text is a note the run retrieved, and every
+    // evidence quote is in the report.
+    let retrieved: Vec<String> = state
+        .step_results
+        .values()
+        .flat_map(|r| r.output["results"].as_array().cloned().unwrap_or_default())
+        .filter_map(|h| h["note_id"].as_str().map(str::to_owned))
+        .collect();
+    for e in &state.evidence {
+        assert!(
+            retrieved.contains(&e.source_id),
+            "{} was not retrieved",
+            e.source_id
+        );
+        assert!(report.contains(&e.quote));
+        assert!(report.contains(&format!("[{}]", e.source_id)));
+    }
+    assert!(
+        state
+            .plan
+            .steps
+            .iter()
+            .any(|s| s.tool == "compare_results" && s.status == StepStatus::Succeeded)
+    );
+}
+
+#[tokio::test]
+async fn contradicting_notes_are_flagged() {
+    let state = run(
+        example_corpus(),
+        "What share of conversations did the pilot resolve without escalation?",
+        Constraints {
+            comparison_dimensions: vec!["resolution rate".into(), "escalation".into()],
+            ..Constraints::default()
+        },
+    )
+    .await;
+    let report = state.final_report.as_deref().unwrap_or_default();
+    assert!(report.contains("## Contradictions"), "{report}");
+    assert!(report.contains("41%") && report.contains("27%"), "{report}");
+}
+
+#[tokio::test]
+async fn required_sections_become_sections_of_the_brief() {
+    let c = Constraints {
+        required_sections: vec!["Costs".into(), "Latency".into()],
+        audience: Some("support leads".into()),
+        ..Constraints::default()
+    };
+    let state = run(example_corpus(), "RAG for customer support", c).await;
+    let report = state.final_report.as_deref().unwrap();
+    assert!(report.contains("## Costs\n"), "{report}");
+    assert!(report.contains("## Latency\n"), "{report}");
+    assert!(report.contains("_For: support leads_"));
+}
+
+#[tokio::test]
+async fn a_weak_sub_question_is_reformulated_and_completed_steps_are_kept() {
+    // Two of the three key terms are not words of the corpus: coverage is too
+    // low, so the replanner retries with the words the notes do use.
+    let state = run(
+        example_corpus(),
+        "Escalation elasticity thresholds",
+        Constraints::default(),
+    )
+    .await;
+    assert_eq!(state.status, RunStatus::Ok, "{:?}", state.blocked_reason);
+    assert_eq!(state.replan_count, 1);
+    let runs: Vec<&str> = state
+        .execution_history
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::StepStarted { step, .. } => Some(step.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        runs,
+        ["q1", "q1_r1"],
+        "q1 is kept, not re-run; only the reformulation runs"
+    );
+    let q1 = state
+        .plan
+        .steps
+        .iter()
+        .find(|s| s.id.as_str() == "q1")
+        .unwrap();
+    let r1 = state
+        .plan
+        .steps
+        .iter()
+        .find(|s| s.id.as_str() == "q1_r1")
+        .unwrap();
+    assert_eq!(q1.status, StepStatus::Succeeded);
+    assert_eq!(
+        r1.description, q1.description,
+        "same sub-question, new wording"
+    );
+    assert_ne!(r1.args["query"], q1.args["query"]);
+    assert!(
+        state.knowledge_gaps.is_empty(),
+        "the reformulation closed the gap: {:?}",
+        state.knowledge_gaps
+    );
+}
+
+#[tokio::test]
+async fn a_corpus_where_nothing_matches_needs_review_with_its_gaps() {
+    let corpus = Corpus::from_notes([
+        Note::new(
+            "garden",
+            "Garden",
+            "Tomatoes need full sun and regular watering.",
+        ),
+        Note::new(
+            "bread",
+            "Bread",
+            "Sourdough rises slowly in a cool kitchen.",
+        ),
+    ])
+    .unwrap();
+    let state = run(
+        corpus,
+        "Quarterly revenue of semiconductor firms",
+        Constraints::default(),
+    )
+    .await;
+    assert_eq!(state.status, RunStatus::NeedsReview);
+    assert!(state.final_report.is_none(), "no report is fabricated");
+    assert!(!state.knowledge_gaps.is_empty());
+    assert!(state.evidence.is_empty());
+}
+
+#[tokio::test]
+async fn the_same_inputs_give_the_same_report() {
+    let a = run(
+        example_corpus(),
+        "Compare RAG and fine-tuning costs",
+        Constraints::default(),
+    )
+    .await;
+    let b = run(
+        example_corpus(),
+        "Compare RAG and fine-tuning costs",
+        Constraints::default(),
+    )
+    .await;
+    assert_eq!(a.final_report, b.final_report);
+    assert_eq!(a.knowledge_gaps, b.knowledge_gaps);
+}
