@@ -4,7 +4,6 @@
 //! exactly what the log says — the same fold a replay does — rather than a
 //! second bookkeeping that could drift. Progress is a courtesy: nothing here
 //! may panic or fail the run, so write errors and odd events are swallowed.
-#![allow(dead_code)] // used by run_cmd
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt::Write as _;
@@ -102,9 +101,8 @@ impl<W: Write> Progress<W> {
             return;
         }
         let replanned = matches!(event.kind, EventKind::PlanValidated { .. });
-        let before: HashMap<StepId, StepStatus> = (self.state.plan.steps.iter())
-            .map(|s| (s.id.clone(), s.status))
-            .collect();
+        let steps = self.state.plan.steps.iter().filter(|_| replanned);
+        let before: HashMap<StepId, StepStatus> = steps.map(|s| (s.id.clone(), s.status)).collect();
         self.state_ok = self.state_ok && self.state.apply(event).is_ok();
         let mut lines = self.describe(event);
         if replanned && self.state_ok {
