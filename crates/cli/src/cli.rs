@@ -56,7 +56,8 @@ pub(crate) struct ValidateArgs {
     pub(crate) json: bool,
 
     /// Most steps the plan may have (skipped steps are not counted);
-    /// overrides `max_steps` in the constraints.
+    /// overrides `max_steps` in the constraints. Default 20, the bound
+    /// `stepwise run` uses.
     #[arg(long, value_name = "N", value_parser = at_least_one)]
     pub(crate) max_steps: Option<usize>,
 

@@ -29,7 +29,12 @@ pub(crate) fn validate(args: &ValidateArgs) -> anyhow::Result<ExitCode> {
         Some(arg) => input::read_constraints(arg)?,
         None => Constraints::default(),
     };
-    let max_steps = args.max_steps.or(constraints.max_steps);
+    // The same bound `stepwise run` applies, so a plan that validates here runs there.
+    let max_steps = Some(
+        args.max_steps
+            .or(constraints.max_steps)
+            .unwrap_or(stepwise_core::engine::DEFAULT_MAX_STEPS),
+    );
     let diagnostics = validate_plan(
         &plan.value,
         Limits {

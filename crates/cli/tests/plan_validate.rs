@@ -514,3 +514,26 @@ fn tools_lists_the_built_in_tools() {
         }
     }
 }
+
+#[test]
+fn an_oversize_plan_is_too_many_steps_by_default() {
+    let dir = TempDir::new("oversize");
+    let steps: Vec<Value> = (0..25)
+        .map(|i| json!({"id": format!("s{i}"), "description": "d", "tool": "read_note", "args": {"id": "x"}, "acceptance_criteria": ["ok"]}))
+        .collect();
+    dir.json("plan.json", &json!({ "steps": steps }));
+    let out = Command::new(env!("CARGO_BIN_EXE_stepwise"))
+        .args(["plan", "validate", "--json"])
+        .arg(dir.path().join("plan.json"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let diags: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(diags[0]["code"], "too_many_steps");
+    assert!(
+        diags[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("25 steps but max_steps is 20")
+    );
+}

@@ -35,6 +35,9 @@ use crate::state::{RunState, StateError, StepResult};
 use crate::step_status::StepStatus;
 use crate::tool::{CatalogError, ToolCatalog, ToolRegistry, ToolSpec};
 
+/// Steps a plan may hold (and a run dispatch) unless told otherwise.
+pub const DEFAULT_MAX_STEPS: usize = 20;
+
 /// Bounds and knobs of a run. Constraints may lower `max_steps` and `max_replans`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RunConfig {
@@ -53,7 +56,7 @@ pub struct RunConfig {
 impl Default for RunConfig {
     fn default() -> Self {
         Self {
-            max_steps: 20,
+            max_steps: DEFAULT_MAX_STEPS,
             max_replans: 3,
             max_repairs: 2,
             concurrency: 4,
