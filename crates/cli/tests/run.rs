@@ -8,8 +8,70 @@ use serde_json::Value;
 
 const GOAL: &str = "Should our support team adopt retrieval-augmented generation or fine-tuning?";
 
+fn examples() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples")
+}
+
 fn notes() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/notes")
+    examples().join("notes")
+}
+
+/// Ids of the notes in a folder: file stems, plus the ids of JSONL lines.
+fn corpus_ids(dir: &Path) -> Vec<String> {
+    let mut ids = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        match path.extension().and_then(|e| e.to_str()) {
+            Some("md" | "txt") => ids.push(path.file_stem().unwrap().to_str().unwrap().to_owned()),
+            Some("jsonl") => {
+                for line in std::fs::read_to_string(&path)
+                    .unwrap()
+                    .lines()
+                    .filter(|l| !l.trim().is_empty())
+                {
+                    let v: Value = serde_json::from_str(line).unwrap();
+                    ids.push(v["id"].as_str().unwrap().to_owned());
+                }
+            }
+            _ => {}
+        }
+    }
+    ids
+}
+
+/// Every `[id]` cited in a Markdown brief.
+fn citations(markdown: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for line in markdown.lines().filter(|l| l.starts_with("- ")) {
+        let mut rest = line;
+        while let Some(start) = rest.find('[') {
+            let Some(len) = rest[start..].find(']') else {
+                break;
+            };
+            let id = &rest[start + 1..start + len];
+            if !id.is_empty() && !id.contains(' ') {
+                out.push(id.to_owned());
+            }
+            rest = &rest[start + len..];
+        }
+    }
+    out
+}
+
+/// Note ids that a run's search steps actually returned.
+fn retrieved(json: &Value) -> Vec<String> {
+    json["step_results"]
+        .as_object()
+        .unwrap()
+        .values()
+        .flat_map(|r| {
+            r["output"]["results"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .filter_map(|h| h["note_id"].as_str().map(str::to_owned))
+        .collect()
 }
 
 struct Out {
@@ -220,4 +282,182 @@ fn max_steps_bounds_the_plan() {
     let out = run(GOAL, &["--json", "--quiet", "--max-steps", "2"]);
     let v: Value = serde_json::from_str(&out.stdout).unwrap();
     assert!(v["plan"].as_array().unwrap().len() <= 2, "{}", v["plan"]);
+}
+
+const DEMO: &str = "Should our team adopt retrieval-augmented generation for customer support?";
+
+#[test]
+fn the_readme_demo_shows_a_replan_a_contradiction_and_a_named_gap() {
+    let brief = examples().join("brief.json");
+    let out = run(DEMO, &["--constraints", brief.to_str().unwrap()]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    // Replan: "maintenance" is not a word of the notes; the retry uses theirs.
+    assert!(
+        out.stderr
+            .contains("replan 1: q4: no passage mentions maintenance"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stdout.contains("## Maintenance\n\n- "),
+        "{}",
+        out.stdout
+    );
+    // Contradiction: 41% in one note, 27% in another.
+    assert!(out.stdout.contains("## Contradictions"));
+    assert!(
+        out.stdout.contains("[metrics-review-july] says")
+            && out.stdout.contains("[pilot-results-q2] says")
+    );
+    // Named gap, never filled: no note covers team skills.
+    assert!(
+        out.stdout
+            .contains("## Team skills\n\n_No evidence found in the notes"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains("- No evidence in the notes for: team skills")
+    );
+
+    let json: Value = serde_json::from_str(
+        &run(
+            DEMO,
+            &[
+                "--json",
+                "--quiet",
+                "--constraints",
+                brief.to_str().unwrap(),
+            ],
+        )
+        .stdout,
+    )
+    .unwrap();
+    assert_eq!(json["replan_count"], 1);
+    let gaps: Vec<&str> = json["knowledge_gaps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        gaps,
+        [
+            "No evidence in the notes for: team skills: Should our team adopt retrieval-augmented generation for customer support?"
+        ]
+    );
+    // The replan kept the completed steps: every step ran exactly once.
+    let started: Vec<&str> = json["execution_history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "step_started")
+        .map(|e| e["step"].as_str().unwrap())
+        .collect();
+    let mut unique = started.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(unique.len(), started.len(), "{started:?}");
+    assert!(started.contains(&"q4_r1"));
+}
+
+#[test]
+fn every_citation_exists_in_the_corpus_and_was_retrieved_by_the_run() {
+    let brief = examples().join("brief.json");
+    let md = run(DEMO, &["--quiet", "--constraints", brief.to_str().unwrap()]).stdout;
+    let json: Value = serde_json::from_str(
+        &run(
+            DEMO,
+            &[
+                "--json",
+                "--quiet",
+                "--constraints",
+                brief.to_str().unwrap(),
+            ],
+        )
+        .stdout,
+    )
+    .unwrap();
+    let ids = corpus_ids(&notes());
+    let got = retrieved(&json);
+    let cited = citations(&md);
+    assert!(cited.len() >= 10, "{cited:?}");
+    for id in &cited {
+        assert!(ids.contains(id), "[{id}] is not a note of the corpus");
+        assert!(got.contains(id), "[{id}] was not retrieved by this run");
+    }
+    for e in json["evidence"].as_array().unwrap() {
+        let id = e["source_id"].as_str().unwrap();
+        assert!(
+            ids.contains(&id.to_owned()) && got.contains(&id.to_owned()),
+            "{id}"
+        );
+        assert!(
+            md.contains(e["quote"].as_str().unwrap()),
+            "evidence quoted in the brief"
+        );
+    }
+}
+
+#[test]
+fn a_korean_goal_over_the_korean_notes_is_cited() {
+    let ko = examples().join("notes-ko");
+    let out = stepwise(&[
+        "run",
+        "한국어 고객지원에 RAG를 도입해야 하는가?",
+        "--notes",
+        ko.to_str().unwrap(),
+        "--quiet",
+        "--constraints",
+        r#"{"comparison_dimensions": ["비용", "해결률"]}"#,
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    assert!(
+        out.stdout.contains("## 비용") && out.stdout.contains("## 해결률"),
+        "{}",
+        out.stdout
+    );
+    let ids = corpus_ids(&ko);
+    let cited = citations(&out.stdout);
+    assert!(!cited.is_empty());
+    assert!(cited.iter().all(|c| ids.contains(c)), "{cited:?}");
+    // The Korean pair disagrees on the resolution rate: 35% vs 22%.
+    assert!(
+        out.stdout.contains("35%") && out.stdout.contains("22%"),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn skipped_files_are_reported_not_silently_ignored() {
+    let dir = std::env::temp_dir().join(format!("stepwise-run-skip-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("a.md"), "# Cost\n\nRAG costs $450 per month.\n").unwrap();
+    std::fs::write(dir.join("slides.pdf"), "%PDF").unwrap();
+    let out = stepwise(&["run", "RAG cost", "--notes", dir.to_str().unwrap()]);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        out.stderr.contains("note: skipped") && out.stderr.contains("slides.pdf"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn a_bad_jsonl_line_is_named() {
+    let dir = std::env::temp_dir().join(format!("stepwise-run-jsonl-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("n.jsonl"),
+        "{\"id\": \"a\", \"text\": \"ok\"}\n{broken\n",
+    )
+    .unwrap();
+    let out = stepwise(&["run", "RAG cost", "--notes", dir.to_str().unwrap()]);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains("n.jsonl line 2"), "{}", out.stderr);
 }

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use stepwise_core::{Effects, Tool, ToolError};
 
-use crate::notes::tokenize::{is_stop_word, tokenize};
+use crate::notes::tokenize::{is_cjk, is_stop_word, tokenize};
 
 /// Content words two sentences must share to be about the same thing.
 pub const MIN_SHARED_TERMS: usize = 4;
@@ -176,7 +176,12 @@ fn figures(sentence: &str) -> BTreeMap<String, BTreeSet<String>> {
 fn statement(note_id: &str, sentence: &str) -> Statement {
     let terms = tokenize(sentence)
         .into_iter()
-        .filter(|t| t.chars().count() >= 3 && !t.chars().any(|c| c.is_ascii_digit()))
+        // Short Latin words ("per", "at") say little; Korean and CJK terms are
+        // character bigrams, so two characters is their full size.
+        .filter(|t| {
+            (t.chars().count() >= 3 || t.chars().all(is_cjk))
+                && !t.chars().any(|c| c.is_ascii_digit())
+        })
         .collect();
     Statement {
         note_id: note_id.to_owned(),
@@ -184,6 +189,19 @@ fn statement(note_id: &str, sentence: &str) -> Statement {
         terms,
         figures: figures(sentence),
     }
+}
+
+/// What two sentences are about, in the first one's own words: its first
+/// three words that hold a shared term ("conversations resolved without",
+/// "상담원 연결 없이") — readable where bare terms or bigrams would not be.
+fn label(sentence: &str, shared: &[&String]) -> String {
+    let words: Vec<&str> = sentence
+        .split_whitespace()
+        .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()))
+        .filter(|w| !w.is_empty() && tokenize(w).iter().any(|t| shared.contains(&t)))
+        .take(3)
+        .collect();
+    words.join(" ")
 }
 
 /// Compares search outputs; inputs that are not search output count as finding nothing.
@@ -238,11 +256,11 @@ pub fn compare(results: &[Value]) -> CompareResultsOutput {
                     .is_some_and(|other| other.is_disjoint(values))
             });
             if let Some((unit, _)) = clash {
-                let about: Vec<&str> = shared.iter().take(3).map(|s| s.as_str()).collect();
+                let about = label(&a.sentence, &shared);
                 found.push((
                     shared.len(),
                     Contradiction {
-                        term: format!("{} ({unit})", about.join(" ")),
+                        term: format!("{about} ({unit})"),
                         claims: vec![
                             Claim {
                                 note_id: a.note_id.clone(),
@@ -349,6 +367,22 @@ mod tests {
             "Fine-tuning cost per month was $4,000 for the pilot."
         );
         assert_eq!(c.claims[1].note_id, "b");
+    }
+
+    #[test]
+    fn korean_figures_are_compared_too() {
+        let out = compare(&[search(&[
+            (
+                "ko-a",
+                "9월 파일럿에서 상담원 연결 없이 해결된 대화는 35%였다.",
+            ),
+            (
+                "ko-b",
+                "데이터팀이 다시 집계한 결과 상담원 연결 없이 해결된 대화는 22%였다.",
+            ),
+        ])]);
+        assert_eq!(out.contradictions.len(), 1, "{:?}", out.contradictions);
+        assert!(out.contradictions[0].term.ends_with("(%)"));
     }
 
     #[test]

@@ -262,7 +262,7 @@ fn the_example_corpus_loads_cleanly() {
     let loaded = Corpus::load(&dir).unwrap();
     assert!(loaded.skipped.is_empty(), "{:?}", loaded.skipped);
     let corpus = loaded.corpus;
-    assert!((8..=12).contains(&corpus.len()), "{}", corpus.len());
+    assert!((13..=20).contains(&corpus.len()), "{}", corpus.len());
     for note in corpus.notes() {
         let words = note.text.split_whitespace().count();
         assert!((80..=250).contains(&words), "{}: {words} words", note.id);
@@ -276,8 +276,11 @@ fn the_example_corpus_loads_cleanly() {
         corpus.get("latency-budget").unwrap().title,
         "Latency budget for the support assistant"
     );
+    let korean = Corpus::load(dir.join("../notes-ko")).unwrap();
+    assert!(korean.skipped.is_empty(), "{:?}", korean.skipped);
+    assert!(korean.corpus.len() >= 5);
     assert_eq!(
-        corpus.get("ko-fine-tuning-cost").unwrap().title,
+        korean.corpus.get("ko-fine-tuning-cost").unwrap().title,
         "파인튜닝 비용 산정"
     );
 }

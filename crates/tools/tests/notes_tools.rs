@@ -65,11 +65,11 @@ async fn search_notes_defaults_to_five_results_and_finds_korean() {
     let out = call(
         &registry,
         "search_notes",
-        json!({"query": "파인튜닝 비용", "limit": null}),
+        json!({"query": "fine-tuning cost", "limit": null}),
     )
     .await
     .unwrap();
-    assert_eq!(out["results"][0]["note_id"], "ko-fine-tuning-cost");
+    assert_eq!(out["results"][0]["note_id"], "fine-tuning-cost");
 }
 
 #[tokio::test]
@@ -135,9 +135,9 @@ async fn an_unknown_note_is_a_persistent_error_that_lists_ids() {
     let message = persistent_error(&registry, "read_note", json!({"id": "nope"})).await;
     assert_eq!(
         message,
-        "no note with id \"nope\"; known ids start with \"evaluation-plan\", \
-         \"fine-tuning-cost\", \"ko-evaluation-latency\", \"ko-fine-tuning-cost\", \
-         \"ko-rag-support\" (and 7 more; use search_notes to find one)"
+        "no note with id \"nope\"; known ids start with \"agent-feedback\", \
+         \"evaluation-plan\", \"fine-tuning-cost\", \"index-upkeep\", \
+         \"latency-budget\" (and 10 more; use search_notes to find one)"
     );
     let message = persistent_error(&registry, "read_note", json!({"id": "Latency-Budget"})).await;
     assert!(

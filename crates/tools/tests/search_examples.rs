@@ -1,4 +1,4 @@
-//! Ranking sanity over the example corpus in `examples/notes`.
+//! Ranking sanity over the example corpora in `examples/notes` and `examples/notes-ko`.
 // Test helpers outside #[test] fns: clippy's allow-*-in-tests does not reach them.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -6,10 +6,18 @@ use std::path::Path;
 
 use stepwise_tools::notes::Corpus;
 
+fn load(folder: &str) -> Corpus {
+    Corpus::load(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../examples")
+            .join(folder),
+    )
+    .unwrap()
+    .corpus
+}
+
 fn corpus() -> Corpus {
-    Corpus::load(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/notes"))
-        .unwrap()
-        .corpus
+    load("notes")
 }
 
 fn ids(corpus: &Corpus, query: &str, limit: usize) -> Vec<String> {
@@ -33,7 +41,7 @@ fn a_fine_tuning_cost_query_ranks_the_cost_note_first() {
 
 #[test]
 fn korean_queries_find_the_korean_notes() {
-    let corpus = corpus();
+    let corpus = load("notes-ko");
     assert_eq!(ids(&corpus, "파인튜닝 비용", 3)[0], "ko-fine-tuning-cost");
     assert_eq!(
         ids(&corpus, "한국어 답변의 응답 지연", 3)[0],
