@@ -33,7 +33,7 @@ use crate::roles::{
 use crate::scheduler::{blocked_dependants, check_precondition, ready_steps};
 use crate::state::{RunState, StateError, StepResult};
 use crate::step_status::StepStatus;
-use crate::tool::{CatalogError, ToolCatalog, ToolRegistry, ToolSpec};
+use crate::tool::{CatalogError, ToolCatalog, ToolContext, ToolRegistry, ToolSpec};
 
 /// Steps a plan may hold (and a run dispatch) unless told otherwise.
 pub const DEFAULT_MAX_STEPS: usize = 20;
@@ -651,6 +651,7 @@ impl<'e> Run<'e> {
                 step: step.clone(),
                 args,
                 dependencies,
+                tool_context: ToolContext::new(&self.state.run_id, &step.id, step.attempts),
             },
             tool,
             timeout_ms,

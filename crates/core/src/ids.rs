@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 /// The id of a step, unique within a run (across every plan version).
 #[derive(
-    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+    Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
 )]
 #[serde(transparent)]
 pub struct StepId(pub String);

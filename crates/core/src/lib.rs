@@ -48,6 +48,7 @@ pub mod roles;
 pub mod scheduler;
 pub mod state;
 pub mod step_status;
+pub mod store;
 pub mod testing;
 pub mod tool;
 pub mod usage;
@@ -63,5 +64,11 @@ pub use retry::RetryPolicy;
 pub use roles::{Assessment, Evidence, Report, ReviewDecision, Verdict};
 pub use state::{FinalOutput, RunState, RunStatus, StepResult};
 pub use step_status::{IllegalTransition, StepStatus};
-pub use tool::{DynTool, Effects, Tool, ToolCatalog, ToolError, ToolRegistry, ToolSpec};
+pub use store::{
+    IdempotencyLog, IdempotencyRecord, Lease, MemoryStore, RunLease, RunSummary, Store, StoreError,
+    StoreSink,
+};
+pub use tool::{
+    DynTool, Effects, Tool, ToolCatalog, ToolContext, ToolError, ToolRegistry, ToolSpec,
+};
 pub use usage::Usage;

@@ -17,7 +17,7 @@ use crate::ids::StepId;
 use crate::plan::validate::Diagnostic;
 use crate::plan::{DraftPlan, Plan, Step};
 use crate::state::{RunState, StepResult};
-use crate::tool::{DynTool, ToolSpec};
+use crate::tool::{DynTool, ToolContext, ToolSpec};
 use crate::usage::Usage;
 
 /// A role's answer and what producing it cost.
@@ -152,6 +152,9 @@ pub struct StepContext {
     pub args: Value,
     /// Outputs of the step's direct dependencies.
     pub dependencies: Vec<DependencyOutput>,
+    /// Run, step, attempt and idempotency key, for the tool.
+    #[serde(skip)]
+    pub tool_context: ToolContext,
 }
 
 /// One dependency's result, as a step executor sees it.
@@ -346,7 +349,7 @@ impl StepExecutor for ToolCallExecutor {
         context: StepContext,
         tool: Arc<dyn DynTool>,
     ) -> Result<Reply<Value>, StepFailure> {
-        tool.call_json(context.args)
+        tool.call_json(context.tool_context, context.args)
             .await
             .map(Reply::free)
             .map_err(|e| StepFailure {

@@ -14,6 +14,52 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::failure::FailureClass;
+use crate::ids::{RunId, StepId};
+
+/// What a tool call knows about where it runs. The idempotency key is derived
+/// from the run and the step — never from the attempt — so a tool with side
+/// effects can recognise a repeat of a call it already made (after a retry or
+/// a crash) and not act twice.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ToolContext {
+    /// The run.
+    pub run_id: RunId,
+    /// The step.
+    pub step: StepId,
+    /// The attempt, from 1 (for logging; never part of the key).
+    pub attempt: u32,
+    /// Stable across attempts and resumes of this step.
+    pub idempotency_key: String,
+}
+
+impl ToolContext {
+    /// The context of attempt `attempt` of `step` in `run`.
+    pub fn new(run_id: &RunId, step: &StepId, attempt: u32) -> Self {
+        Self {
+            run_id: run_id.clone(),
+            step: step.clone(),
+            attempt,
+            idempotency_key: idempotency_key(run_id, step),
+        }
+    }
+}
+
+/// The idempotency key of a step: a hash of the run and step ids, so it is
+/// the same for every attempt and every resume, and different for every step.
+pub fn idempotency_key(run_id: &RunId, step: &StepId) -> String {
+    // FNV-1a, 64 bit: stable across builds and platforms (unlike std's hasher).
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in run_id
+        .as_str()
+        .bytes()
+        .chain([0u8])
+        .chain(step.as_str().bytes())
+    {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{}:{}:{hash:016x}", run_id, step)
+}
 
 /// Everything a planner and the validator need to know about a tool.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -120,9 +166,11 @@ pub trait Tool: Send + Sync + 'static {
         Effects::default()
     }
 
-    /// Runs the tool.
+    /// Runs the tool. `ctx.idempotency_key` identifies the step across
+    /// attempts and resumes; a tool with side effects should use it to act once.
     fn call(
         &self,
+        ctx: &ToolContext,
         args: Self::Args,
     ) -> impl Future<Output = Result<Self::Output, ToolError>> + Send;
 }
@@ -132,7 +180,7 @@ pub trait DynTool: Send + Sync {
     /// The tool's spec.
     fn spec(&self) -> &ToolSpec;
     /// Runs the tool on JSON arguments.
-    fn call_json(&self, args: Value) -> BoxFuture<'_, Result<Value, ToolError>>;
+    fn call_json(&self, ctx: ToolContext, args: Value) -> BoxFuture<'_, Result<Value, ToolError>>;
 }
 
 /// Adapts a typed [`Tool`] to [`DynTool`], computing its spec once.
@@ -146,12 +194,12 @@ impl<T: Tool> DynTool for Typed<T> {
         &self.spec
     }
 
-    fn call_json(&self, args: Value) -> BoxFuture<'_, Result<Value, ToolError>> {
+    fn call_json(&self, ctx: ToolContext, args: Value) -> BoxFuture<'_, Result<Value, ToolError>> {
         Box::pin(async move {
             let args: T::Args = serde_json::from_value(args).map_err(|e| {
                 ToolError::persistent(format!("invalid arguments for {}: {e}", T::NAME))
             })?;
-            let output = self.tool.call(args).await?;
+            let output = self.tool.call(&ctx, args).await?;
             serde_json::to_value(output).map_err(|e| {
                 ToolError::persistent(format!("{} returned unserialisable output: {e}", T::NAME))
             })

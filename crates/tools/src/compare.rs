@@ -13,7 +13,7 @@ use std::future::{Future, ready};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use stepwise_core::{Effects, Tool, ToolError};
+use stepwise_core::{Effects, Tool, ToolContext, ToolError};
 
 use crate::notes::tokenize::{is_cjk, is_stop_word, tokenize};
 
@@ -310,6 +310,7 @@ impl Tool for CompareResults {
 
     fn call(
         &self,
+        _ctx: &ToolContext,
         args: Self::Args,
     ) -> impl Future<Output = Result<Self::Output, ToolError>> + Send {
         ready(if args.results.is_empty() {

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use stepwise_core::{Effects, Tool, ToolError, ToolRegistry, ToolSpec};
+use stepwise_core::{Effects, Tool, ToolContext, ToolError, ToolRegistry, ToolSpec};
 
 use crate::notes::Corpus;
 use crate::notes::tokenize::tokenize;
@@ -118,6 +118,7 @@ impl Tool for SearchNotes {
     /// folder takes microseconds, not worth a blocking thread.
     fn call(
         &self,
+        _ctx: &ToolContext,
         args: SearchNotesArgs,
     ) -> impl Future<Output = Result<SearchNotesOutput, ToolError>> + Send {
         ready(self.search(args))
@@ -212,6 +213,7 @@ impl Tool for ReadNote {
 
     fn call(
         &self,
+        _ctx: &ToolContext,
         args: ReadNoteArgs,
     ) -> impl Future<Output = Result<ReadNoteOutput, ToolError>> + Send {
         ready(self.read(&args.id))

@@ -21,7 +21,11 @@ fn registry() -> ToolRegistry {
 }
 
 async fn call(registry: &ToolRegistry, tool: &str, args: Value) -> Result<Value, ToolError> {
-    registry.get(tool).unwrap().call_json(args).await
+    registry
+        .get(tool)
+        .unwrap()
+        .call_json(stepwise_core::tool::ToolContext::default(), args)
+        .await
 }
 
 async fn persistent_error(registry: &ToolRegistry, tool: &str, args: Value) -> String {

@@ -21,7 +21,7 @@ use crate::roles::{
     StepOutcome, Synthesizer,
 };
 use crate::state::RunState;
-use crate::tool::{DynTool, ToolError, ToolSpec};
+use crate::tool::{DynTool, ToolContext, ToolError, ToolSpec};
 
 /// A queue of scripted answers with a call counter.
 #[derive(Debug)]
@@ -248,7 +248,8 @@ impl Synthesizer for ScriptedSynthesizer {
     }
 }
 
-type ToolFn = dyn Fn(Value) -> BoxFuture<'static, Result<Value, ToolError>> + Send + Sync;
+type ToolFn =
+    dyn Fn(ToolContext, Value) -> BoxFuture<'static, Result<Value, ToolError>> + Send + Sync;
 
 /// A tool built from a closure, with a call log.
 pub struct FnTool {
@@ -270,6 +271,17 @@ impl FnTool {
     pub fn new(
         name: &str,
         call: impl Fn(Value) -> BoxFuture<'static, Result<Value, ToolError>> + Send + Sync + 'static,
+    ) -> Self {
+        Self::with_context(name, move |_ctx, args| call(args))
+    }
+
+    /// A read-only tool that also sees its [`ToolContext`] (run, step, idempotency key).
+    pub fn with_context(
+        name: &str,
+        call: impl Fn(ToolContext, Value) -> BoxFuture<'static, Result<Value, ToolError>>
+        + Send
+        + Sync
+        + 'static,
     ) -> Self {
         let spec = ToolSpec {
             name: name.to_owned(),
@@ -329,11 +341,11 @@ impl DynTool for FnTool {
         &self.spec
     }
 
-    fn call_json(&self, args: Value) -> BoxFuture<'_, Result<Value, ToolError>> {
+    fn call_json(&self, ctx: ToolContext, args: Value) -> BoxFuture<'_, Result<Value, ToolError>> {
         if let Ok(mut log) = self.log.lock() {
             log.push(args.clone());
         }
-        (self.call)(args)
+        (self.call)(ctx, args)
     }
 }
 
@@ -341,3 +353,5 @@ impl DynTool for FnTool {
 pub fn draft(steps: Vec<Step>) -> DraftPlan {
     DraftPlan::from_steps(steps)
 }
+
+pub mod store_conformance;

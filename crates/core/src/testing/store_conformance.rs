@@ -1,0 +1,406 @@
+//! The conformance suite every [`Store`] must pass (memory, SQLite, and any
+//! store a user writes): call [`run`] from a test with a factory of fresh,
+//! empty stores.
+//!
+//! ```
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! stepwise_core::testing::store_conformance::run(stepwise_core::MemoryStore::new).await.unwrap();
+//! # });
+//! ```
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::Utc;
+use serde_json::json;
+
+use crate::event::{Event, EventKind};
+use crate::goal::{Constraints, Goal};
+use crate::ids::{RunId, StepId};
+use crate::plan::{Plan, Step};
+use crate::state::{RunState, RunStatus, StepResult};
+use crate::store::{IdempotencyLog, IdempotencyRecord, RunLease, Store, StoreError};
+use crate::usage::Usage;
+
+/// A check that failed, and how.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("store conformance: {check}: {detail}")]
+pub struct ConformanceFailure {
+    /// Which check.
+    pub check: &'static str,
+    /// What was seen.
+    pub detail: String,
+}
+
+fn fail(check: &'static str, detail: impl Into<String>) -> ConformanceFailure {
+    ConformanceFailure {
+        check,
+        detail: detail.into(),
+    }
+}
+
+fn ensure(
+    ok: bool,
+    check: &'static str,
+    detail: impl FnOnce() -> String,
+) -> Result<(), ConformanceFailure> {
+    if ok {
+        Ok(())
+    } else {
+        Err(fail(check, detail()))
+    }
+}
+
+fn event(seq: u64, kind: EventKind) -> Event {
+    Event {
+        seq,
+        at: Utc::now(),
+        kind,
+    }
+}
+
+/// A realistic log: a run that plans two steps, runs them and finishes.
+pub fn sample_log(run: &RunId) -> Vec<Event> {
+    let steps = vec![
+        Step::new("a", "first", "t").accept("done"),
+        Step::new("b", "second", "t").after(["a"]).accept("done"),
+    ];
+    let goal = Goal {
+        input: "x".into(),
+        goal: "x".into(),
+        constraints: Constraints::default(),
+    };
+    let result = |v: &str| StepResult {
+        output: json!(v),
+        attempts: 1,
+        duration_ms: 3,
+    };
+    let kinds = vec![
+        EventKind::RunStarted {
+            run_id: run.clone(),
+            input: "x".into(),
+            constraints: Constraints::default(),
+            max_replans: 1,
+            max_steps: 5,
+            max_repairs: 1,
+        },
+        EventKind::InputPrepared { goal },
+        EventKind::PlanCreated {
+            draft: json!({"steps": steps}),
+            usage: Usage::llm_call(10, 5),
+        },
+        EventKind::PlanValidated {
+            plan: Plan { version: 1, steps },
+        },
+        EventKind::PlanApproved {
+            version: 1,
+            by: "auto".into(),
+            usage: Usage::default(),
+        },
+        EventKind::StepStarted {
+            step: StepId::new("a"),
+            attempt: 1,
+        },
+        EventKind::StepSucceeded {
+            step: StepId::new("a"),
+            result: result("A"),
+            usage: Usage::default(),
+        },
+        EventKind::StepStarted {
+            step: StepId::new("b"),
+            attempt: 1,
+        },
+        EventKind::StepSucceeded {
+            step: StepId::new("b"),
+            result: result("B"),
+            usage: Usage::default(),
+        },
+        EventKind::Synthesized {
+            report: "# x".into(),
+            evidence: vec![],
+            rejected_evidence: vec![],
+            usage: Usage::llm_call(7, 3),
+        },
+    ];
+    kinds
+        .into_iter()
+        .enumerate()
+        .map(|(i, k)| event(i as u64 + 1, k))
+        .collect()
+}
+
+/// Runs every check against fresh stores from `make`.
+pub async fn run<S, F>(make: F) -> Result<(), ConformanceFailure>
+where
+    S: Store + RunLease + IdempotencyLog + 'static,
+    F: Fn() -> S,
+{
+    log_and_snapshot(Arc::new(make())).await?;
+    appends_are_atomic_and_ordered(&make()).await?;
+    unknown_runs(&make()).await?;
+    listing(&make()).await?;
+    leases(&make()).await?;
+    idempotency(&make()).await?;
+    Ok(())
+}
+
+async fn log_and_snapshot<S: Store>(store: Arc<S>) -> Result<(), ConformanceFailure> {
+    let run = RunId("run_conformance_1".into());
+    let log = sample_log(&run);
+    // One event at a time, as the engine appends.
+    for e in &log {
+        store
+            .append(&run, std::slice::from_ref(e), None)
+            .await
+            .map_err(|e| fail("append", e.to_string()))?;
+    }
+    let events = store
+        .events(&run)
+        .await
+        .map_err(|e| fail("events", e.to_string()))?;
+    ensure(events == log, "events", || {
+        "the log read back differs from the log written".into()
+    })?;
+    let state = store
+        .state(&run)
+        .await
+        .map_err(|e| fail("state", e.to_string()))?;
+    let folded = RunState::from_events(&log).map_err(|e| fail("fold", e.to_string()))?;
+    ensure(state == folded, "snapshot", || {
+        "the snapshot differs from the fold of the events".into()
+    })?;
+    ensure(state.status == RunStatus::Ok, "snapshot", || {
+        format!("status {:?}", state.status)
+    })
+}
+
+async fn appends_are_atomic_and_ordered<S: Store>(store: &S) -> Result<(), ConformanceFailure> {
+    let run = RunId("run_conformance_2".into());
+    let log = sample_log(&run);
+    store
+        .append(&run, &log[..3], None)
+        .await
+        .map_err(|e| fail("batch append", e.to_string()))?;
+    // A gap in the sequence is a conflict, and changes nothing.
+    let gap = store.append(&run, &log[4..5], None).await;
+    ensure(
+        matches!(gap, Err(StoreError::Conflict { .. })),
+        "conflict",
+        || format!("{gap:?}"),
+    )?;
+    // A repeated sequence number (a second writer) is a conflict too.
+    let dup = store.append(&run, &log[2..3], None).await;
+    ensure(
+        matches!(dup, Err(StoreError::Conflict { .. })),
+        "conflict",
+        || format!("{dup:?}"),
+    )?;
+    // A batch whose second event does not fold is refused whole.
+    let mut bad = log[3..5].to_vec();
+    bad[1] = event(
+        5,
+        EventKind::StepSucceeded {
+            step: StepId::new("nope"),
+            result: StepResult {
+                output: json!(null),
+                attempts: 1,
+                duration_ms: 0,
+            },
+            usage: Usage::default(),
+        },
+    );
+    let refused = store.append(&run, &bad, None).await;
+    ensure(
+        matches!(refused, Err(StoreError::Invalid { .. })),
+        "invalid batch",
+        || format!("{refused:?}"),
+    )?;
+    let events = store
+        .events(&run)
+        .await
+        .map_err(|e| fail("events", e.to_string()))?;
+    ensure(events.len() == 3, "atomicity", || {
+        format!("{} events after refused appends", events.len())
+    })?;
+    store
+        .append(&run, &log[3..], None)
+        .await
+        .map_err(|e| fail("append rest", e.to_string()))?;
+    let state = store
+        .state(&run)
+        .await
+        .map_err(|e| fail("state", e.to_string()))?;
+    ensure(
+        state.execution_history.len() == log.len(),
+        "append rest",
+        || "log incomplete".into(),
+    )
+}
+
+async fn unknown_runs<S: Store>(store: &S) -> Result<(), ConformanceFailure> {
+    let run = RunId("run_missing".into());
+    let e = store.events(&run).await;
+    ensure(
+        matches!(e, Err(StoreError::NotFound(_))),
+        "unknown run",
+        || format!("events: {e:?}"),
+    )?;
+    let s = store.state(&run).await;
+    ensure(
+        matches!(s, Err(StoreError::NotFound(_))),
+        "unknown run",
+        || format!("state: {s:?}"),
+    )?;
+    // A run's first event must be seq 1.
+    let log = sample_log(&run);
+    let late = store.append(&run, &log[1..2], None).await;
+    ensure(
+        matches!(late, Err(StoreError::Conflict { .. })),
+        "create",
+        || format!("{late:?}"),
+    )
+}
+
+async fn listing<S: Store>(store: &S) -> Result<(), ConformanceFailure> {
+    for (i, name) in ["run_list_a", "run_list_b"].iter().enumerate() {
+        let run = RunId((*name).into());
+        let log = sample_log(&run);
+        let n = if i == 0 { log.len() } else { 6 };
+        store
+            .append(&run, &log[..n], None)
+            .await
+            .map_err(|e| fail("listing append", e.to_string()))?;
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let runs = store
+        .list_runs()
+        .await
+        .map_err(|e| fail("list_runs", e.to_string()))?;
+    let ids: Vec<&str> = runs.iter().map(|r| r.run_id.as_str()).collect();
+    ensure(ids == ["run_list_b", "run_list_a"], "list order", || {
+        format!("{ids:?} (newest first expected)")
+    })?;
+    let a = &runs[1];
+    ensure(
+        a.status == RunStatus::Ok
+            && a.steps_done == 2
+            && a.steps_total == 2
+            && a.tokens == 25
+            && a.last_seq == 10,
+        "summary",
+        || format!("{a:?}"),
+    )?;
+    let b = &runs[0];
+    ensure(
+        b.status == RunStatus::Running && b.steps_done == 0,
+        "summary",
+        || format!("{b:?}"),
+    )
+}
+
+async fn leases<S: Store + RunLease>(store: &S) -> Result<(), ConformanceFailure> {
+    let run = RunId("run_lease".into());
+    let log = sample_log(&run);
+    let a = store
+        .acquire(&run, "worker-a", 60_000)
+        .await
+        .map_err(|e| fail("acquire", e.to_string()))?;
+    let b = store.acquire(&run, "worker-b", 60_000).await;
+    ensure(
+        matches!(b, Err(StoreError::Leased { .. })),
+        "exclusive lease",
+        || format!("{b:?}"),
+    )?;
+    store
+        .append(&run, &log[..2], Some(a.fence))
+        .await
+        .map_err(|e| fail("fenced append", e.to_string()))?;
+    let a = store
+        .renew(&a, 60_000)
+        .await
+        .map_err(|e| fail("renew", e.to_string()))?;
+    store
+        .release(&a)
+        .await
+        .map_err(|e| fail("release", e.to_string()))?;
+    let b = store
+        .acquire(&run, "worker-b", 60_000)
+        .await
+        .map_err(|e| fail("acquire after release", e.to_string()))?;
+    ensure(b.fence > a.fence, "fence grows", || {
+        format!("{} then {}", a.fence, b.fence)
+    })?;
+    let stale = store.append(&run, &log[2..3], Some(a.fence)).await;
+    ensure(
+        matches!(stale, Err(StoreError::Fenced { .. })),
+        "stale fence",
+        || format!("{stale:?}"),
+    )?;
+    let renewed = store.renew(&a, 60_000).await;
+    ensure(
+        matches!(renewed, Err(StoreError::Fenced { .. })),
+        "stale renew",
+        || format!("{renewed:?}"),
+    )?;
+    store
+        .append(&run, &log[2..3], Some(b.fence))
+        .await
+        .map_err(|e| fail("new holder appends", e.to_string()))?;
+    // An expired lease can be taken over.
+    let short = RunId("run_lease_expiry".into());
+    store
+        .acquire(&short, "worker-a", 1)
+        .await
+        .map_err(|e| fail("acquire", e.to_string()))?;
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    store
+        .acquire(&short, "worker-b", 60_000)
+        .await
+        .map_err(|e| fail("take over expired lease", e.to_string()))?;
+    Ok(())
+}
+
+async fn idempotency<S: IdempotencyLog>(store: &S) -> Result<(), ConformanceFailure> {
+    let record = IdempotencyRecord {
+        key: "run_x:s1:0001".into(),
+        run: RunId("run_x".into()),
+        step: StepId::new("s1"),
+        args_hash: "h".into(),
+        outcome: None,
+    };
+    let none = store
+        .get(&record.key)
+        .await
+        .map_err(|e| fail("get", e.to_string()))?;
+    ensure(none.is_none(), "unknown key", || format!("{none:?}"))?;
+    store
+        .begin(&record)
+        .await
+        .map_err(|e| fail("begin", e.to_string()))?;
+    let started = store
+        .get(&record.key)
+        .await
+        .map_err(|e| fail("get", e.to_string()))?;
+    ensure(
+        started.as_ref().is_some_and(|r| r.outcome.is_none()),
+        "begin",
+        || format!("{started:?}"),
+    )?;
+    store
+        .complete(&record.key, &json!({"ok": true}))
+        .await
+        .map_err(|e| fail("complete", e.to_string()))?;
+    store
+        .begin(&record)
+        .await
+        .map_err(|e| fail("begin again", e.to_string()))?;
+    let done = store
+        .get(&record.key)
+        .await
+        .map_err(|e| fail("get", e.to_string()))?;
+    ensure(
+        done.as_ref().and_then(|r| r.outcome.clone()) == Some(json!({"ok": true})),
+        "outcome survives a repeated begin",
+        || format!("{done:?}"),
+    )
+}
