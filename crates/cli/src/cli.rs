@@ -8,6 +8,11 @@ use clap::{Args, Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(name = "stepwise", version, about, long_about = None)]
 pub(crate) struct Cli {
+    /// The run database (SQLite). Default: $XDG_DATA_HOME/stepwise/stepwise.db
+    /// (~/.local/share/stepwise/stepwise.db).
+    #[arg(long, global = true, value_name = "PATH", env = "STEPWISE_DB")]
+    pub(crate) db: Option<PathBuf>,
+
     #[command(subcommand)]
     pub(crate) command: Command,
 }
@@ -21,6 +26,20 @@ pub(crate) enum Command {
     /// live progress goes to stderr. Exit status: 0 ok, 3 needs review,
     /// 1 failed, 2 usage error.
     Run(RunArgs),
+    /// Continue a run: after a crash, or from a breakpoint once a person has
+    /// acted (approve, reject, or new bounds such as --max-replans).
+    Resume(ResumeArgs),
+    /// List runs: id, goal, status, start, steps done/total, replans, tokens.
+    Runs(RunsArgs),
+    /// Show one run: its plan (or its events, or a Mermaid DAG).
+    Show(ShowArgs),
+    /// Approve what a paused run waits for: its plan version, or side-effect
+    /// steps with the exact arguments they asked for.
+    Approve(ApproveArgs),
+    /// Refuse what a paused run waits for; the run stops for review.
+    Reject(RejectArgs),
+    /// Cancel a run that is not being worked on.
+    Cancel(CancelArgs),
     /// Check plan files and print the plan format.
     #[command(subcommand)]
     Plan(PlanCommand),
@@ -108,6 +127,130 @@ pub(crate) struct RunArgs {
     /// No progress on stderr.
     #[arg(long, short)]
     pub(crate) quiet: bool,
+
+    /// Approval of side-effect steps: `never` (pause at awaiting_approval for
+    /// `stepwise approve`), `auto` (approve each up front, recorded as by
+    /// auto), `ask` (prompt on the terminal).
+    #[arg(long, value_enum, default_value_t = ApproveMode::Never)]
+    pub(crate) approve: ApproveMode,
+
+    /// Review the plan before it runs (approved the same way as side-effect steps).
+    #[arg(long)]
+    pub(crate) review: bool,
+
+    /// Folder the `write_file` tool may write in (the tool is off without it).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) workspace: Option<PathBuf>,
+
+    /// Run this plan (a plan file, see `stepwise plan schema`) instead of planning.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) plan: Option<PathBuf>,
+
+    /// Use this run id (for scripts and tests); default: a fresh one.
+    #[arg(long, value_name = "ID", hide = true)]
+    pub(crate) run_id: Option<String>,
+}
+
+/// How side-effect steps (and, with --review, plans) get approved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum ApproveMode {
+    /// Pause for `stepwise approve`.
+    Never,
+    /// Approve up front.
+    Auto,
+    /// Ask on the terminal.
+    Ask,
+}
+
+/// Output options shared by `run` and `resume`.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct OutputArgs {
+    /// Print the full result as JSON instead of Markdown.
+    #[arg(long)]
+    pub(crate) json: bool,
+
+    /// Write the output to this file instead of stdout.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) out: Option<PathBuf>,
+
+    /// No progress on stderr.
+    #[arg(long, short)]
+    pub(crate) quiet: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ResumeArgs {
+    /// The run id (see `stepwise runs`).
+    #[arg(value_name = "RUN")]
+    pub(crate) run: String,
+
+    /// Raise the replan bound (e.g. a run stopped at max_replans).
+    #[arg(long, value_name = "N")]
+    pub(crate) max_replans: Option<u32>,
+
+    /// Raise the step bound.
+    #[arg(long, value_name = "N", value_parser = at_least_one)]
+    pub(crate) max_steps: Option<usize>,
+
+    /// Approval of side-effect steps from here on (see `run --approve`).
+    #[arg(long, value_enum, default_value_t = ApproveMode::Never)]
+    pub(crate) approve: ApproveMode,
+
+    #[command(flatten)]
+    pub(crate) output: OutputArgs,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct RunsArgs {
+    /// Print the runs as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ShowArgs {
+    /// The run id.
+    #[arg(value_name = "RUN")]
+    pub(crate) run: String,
+    /// List every event.
+    #[arg(long)]
+    pub(crate) events: bool,
+    /// Print the run's state (seed 001's final output) as JSON.
+    #[arg(long, conflicts_with = "mermaid")]
+    pub(crate) json: bool,
+    /// Print the plan as a Mermaid flowchart with step statuses.
+    #[arg(long)]
+    pub(crate) mermaid: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ApproveArgs {
+    /// The run id.
+    #[arg(value_name = "RUN")]
+    pub(crate) run: String,
+    /// Approve only this step (default: everything the run waits for).
+    #[arg(long, value_name = "ID")]
+    pub(crate) step: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct RejectArgs {
+    /// The run id.
+    #[arg(value_name = "RUN")]
+    pub(crate) run: String,
+    /// Why (recorded).
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) reason: String,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CancelArgs {
+    /// The run id.
+    #[arg(value_name = "RUN")]
+    pub(crate) run: String,
+    /// Why (recorded).
+    #[arg(long, value_name = "TEXT", default_value = "cancelled by a person")]
+    pub(crate) reason: String,
 }
 
 #[derive(Debug, Args)]

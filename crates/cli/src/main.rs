@@ -7,11 +7,13 @@
 //! 3 a run stopped for review.
 
 mod cli;
+mod db;
 mod input;
 mod output;
 mod plan_cmd;
 mod progress;
 mod run_cmd;
+mod session;
 mod tools_cmd;
 
 use std::process::ExitCode;
@@ -22,12 +24,19 @@ use crate::cli::{Cli, Command, PlanCommand};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let is_run = matches!(cli.command, Command::Run(_));
-    let result = match cli.command {
-        Command::Run(args) => run_cmd::run(&args),
-        Command::Plan(PlanCommand::Validate(args)) => plan_cmd::validate(&args),
+    let is_run = matches!(cli.command, Command::Run(_) | Command::Resume(_));
+    let db = cli.db.as_ref();
+    let result = match &cli.command {
+        Command::Run(args) => run_cmd::run(args, db),
+        Command::Resume(args) => run_cmd::resume(args, db),
+        Command::Runs(_)
+        | Command::Show(_)
+        | Command::Approve(_)
+        | Command::Reject(_)
+        | Command::Cancel(_) => Err(anyhow::anyhow!("not wired yet")),
+        Command::Plan(PlanCommand::Validate(args)) => plan_cmd::validate(args),
         Command::Plan(PlanCommand::Schema) => plan_cmd::schema(),
-        Command::Tools(args) => tools_cmd::list(&args),
+        Command::Tools(args) => tools_cmd::list(args),
     };
     match result {
         Ok(code) => code,

@@ -79,6 +79,12 @@ impl<W: Write> Progress<W> {
         Self::with_style(mode, out, color, width.filter(|w| *w >= 20).unwrap_or(80))
     }
 
+    /// Starts from a run's state so far (a resume), so the events that follow fold onto it.
+    pub(crate) fn resuming(mut self, state: RunState) -> Self {
+        self.state = state;
+        self
+    }
+
     fn with_style(mode: Mode, out: W, color: bool, width: usize) -> Self {
         Self {
             mode,
@@ -226,6 +232,18 @@ impl<W: Write> Progress<W> {
             },
             K::NeedsReview { reason } => format!("needs review: {reason}"),
             K::RunFailed { error } => format!("run failed: {error}"),
+            K::PlanReviewRequested { version } => format!("plan v{version} waits for review"),
+            K::ApprovalRequested {
+                step, tool, args, ..
+            } => format!("[{step}] needs approval: {tool} {args}"),
+            K::ApprovalGranted { step, by, .. } => format!("[{step}] approved by {by}"),
+            K::ApprovalDenied { step, by, reason } => format!("[{step}] refused by {by}: {reason}"),
+            K::AwaitingApproval { .. } => "paused: waiting for approval".to_owned(),
+            K::StepInterrupted { step, attempt } => {
+                format!("[{step}] attempt {attempt} was interrupted (the process stopped)")
+            }
+            K::RunResumed { by, .. } => format!("resumed by {by}"),
+            K::RunCancelled { reason } => format!("cancelled: {reason}"),
         };
         vec![clip(&line)]
     }

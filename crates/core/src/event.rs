@@ -80,6 +80,10 @@ pub enum EventKind {
         max_steps: usize,
         /// Repair bound (per plan).
         max_repairs: u32,
+        /// Settings of the program that started the run (e.g. the CLI's
+        /// notes folder), so a resume can rebuild the same tools.
+        #[serde(default, skip_serializing_if = "Value::is_null")]
+        host: Value,
     },
     /// prepare_input refused the input; no model was called.
     InputRejected {
@@ -234,6 +238,69 @@ pub enum EventKind {
         /// The error.
         error: String,
     },
+    /// review_plan deferred to a person: the plan version waits for `stepwise approve`.
+    PlanReviewRequested {
+        /// The version to review.
+        version: u32,
+    },
+    /// A side-effect step needs an approval bound to exactly these arguments.
+    ApprovalRequested {
+        /// The step.
+        step: StepId,
+        /// Its tool.
+        tool: String,
+        /// Its resolved arguments.
+        args: Value,
+        /// Hash of tool and arguments; an approval must name it.
+        args_hash: String,
+    },
+    /// A person (or `--approve auto`) approved a step with these arguments.
+    ApprovalGranted {
+        /// The step.
+        step: StepId,
+        /// The approved tool-and-arguments hash; other arguments are not approved.
+        args_hash: String,
+        /// Who approved.
+        by: String,
+    },
+    /// A person refused a step; the run stops for review.
+    ApprovalDenied {
+        /// The step.
+        step: StepId,
+        /// Why.
+        reason: String,
+        /// Who refused.
+        by: String,
+    },
+    /// The run paused until a person approves (status `awaiting_approval`).
+    AwaitingApproval {
+        /// Steps waiting for an approval.
+        steps: Vec<StepId>,
+        /// A plan version waiting for review, if any.
+        plan_version: Option<u32>,
+    },
+    /// A step that was running when its process died; it goes back through
+    /// failed -> retrying (read-only or idempotent) or is terminated (outcome unknown).
+    StepInterrupted {
+        /// The step.
+        step: StepId,
+        /// The attempt that was cut off.
+        attempt: u32,
+    },
+    /// A person resumed the run, possibly with new bounds.
+    RunResumed {
+        /// Who.
+        by: String,
+        /// New replan bound, if raised.
+        max_replans: Option<u32>,
+        /// New step bound, if raised.
+        max_steps: Option<usize>,
+    },
+    /// A person cancelled the run.
+    RunCancelled {
+        /// Why.
+        reason: String,
+    },
 }
 
 impl EventKind {
@@ -260,6 +327,14 @@ impl EventKind {
             Self::Synthesized { .. } => "synthesized",
             Self::NeedsReview { .. } => "needs_review",
             Self::RunFailed { .. } => "run_failed",
+            Self::PlanReviewRequested { .. } => "plan_review_requested",
+            Self::ApprovalRequested { .. } => "approval_requested",
+            Self::ApprovalGranted { .. } => "approval_granted",
+            Self::ApprovalDenied { .. } => "approval_denied",
+            Self::AwaitingApproval { .. } => "awaiting_approval",
+            Self::StepInterrupted { .. } => "step_interrupted",
+            Self::RunResumed { .. } => "run_resumed",
+            Self::RunCancelled { .. } => "run_cancelled",
         }
     }
 }

@@ -47,6 +47,10 @@ pub enum FailureKind {
     PreconditionFailed,
     /// The step executor itself failed (e.g. its model call).
     Executor,
+    /// The process running the step died mid-call; found on resume.
+    Interrupted,
+    /// A side-effect step was refused approval.
+    ApprovalDenied,
 }
 
 /// One failed step attempt, as recorded in the history.

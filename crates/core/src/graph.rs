@@ -19,7 +19,14 @@
 //!     assess_progress -->|unrecoverable or bounds hit| mark_needs_review
 //!     synthesize_report --> END
 //!     mark_needs_review --> END
+//!     review_plan -->|deferred to a person| await_approval
+//!     select_next_step -->|side-effect step without approval| await_approval
+//!     select_next_step -->|approval refused| mark_needs_review
+//!     await_approval --> END
 //! ```
+//!
+//! `await_approval` is a breakpoint (durable runs): side-effect steps never
+//! run without an approval bound to their tool and resolved arguments.
 //!
 //! An error a role cannot recover from (say, a provider refusing the key)
 //! ends the run from any node with status `failed` and a `run_failed` event.
@@ -51,6 +58,8 @@ pub enum Node {
     SynthesizeReport,
     /// Stop safely with everything preserved.
     MarkNeedsReview,
+    /// Pause until a person approves a plan or a side-effect step.
+    AwaitApproval,
     /// The run is over.
     End,
 }
@@ -70,6 +79,7 @@ impl Node {
             Self::Replan => "replan",
             Self::SynthesizeReport => "synthesize_report",
             Self::MarkNeedsReview => "mark_needs_review",
+            Self::AwaitApproval => "await_approval",
             Self::End => "END",
         }
     }
@@ -82,7 +92,7 @@ impl fmt::Display for Node {
 }
 
 /// Every edge of the graph.
-pub const EDGES: [(Node, Node); 19] = {
+pub const EDGES: [(Node, Node); 23] = {
     use Node::*;
     [
         (PrepareInput, CreatePlan),
@@ -104,6 +114,10 @@ pub const EDGES: [(Node, Node); 19] = {
         (Replan, ValidatePlan),
         (SynthesizeReport, End),
         (MarkNeedsReview, End),
+        (ReviewPlan, AwaitApproval),
+        (SelectNextStep, AwaitApproval),
+        (SelectNextStep, MarkNeedsReview),
+        (AwaitApproval, End),
     ]
 };
 

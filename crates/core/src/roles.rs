@@ -141,6 +141,9 @@ pub enum ReviewDecision {
         /// Why.
         reason: String,
     },
+    /// Ask a person: the run pauses at `awaiting_approval` until
+    /// `stepwise approve` (or `reject`).
+    Deferred,
 }
 
 /// What a step executor is given: an isolated context.

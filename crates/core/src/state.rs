@@ -30,6 +30,10 @@ pub enum RunStatus {
     NeedsReview,
     /// Could not run (empty input, a role failed).
     Failed,
+    /// Paused until a person approves a plan or a side-effect step.
+    AwaitingApproval,
+    /// Stopped by a person.
+    Cancelled,
 }
 
 impl RunStatus {
@@ -40,6 +44,8 @@ impl RunStatus {
             Self::Ok => "ok",
             Self::NeedsReview => "needs_review",
             Self::Failed => "failed",
+            Self::AwaitingApproval => "awaiting_approval",
+            Self::Cancelled => "cancelled",
         }
     }
 }
@@ -143,6 +149,15 @@ pub struct RunState {
     pub status: RunStatus,
     /// Cost so far.
     pub usage: Usage,
+    /// Approvals on record: step -> approved tool-and-arguments hash.
+    pub approvals: BTreeMap<StepId, String>,
+    /// Approvals asked for and not yet given: step -> requested hash.
+    pub pending_approvals: BTreeMap<StepId, String>,
+    /// A plan version waiting for a person's review.
+    pub pending_review: Option<u32>,
+    /// Settings of the program that started the run (see `run_started`).
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub host: Value,
 }
 
 fn push_unique(list: &mut Vec<String>, item: &str) {
@@ -244,7 +259,9 @@ impl RunState {
                 max_replans,
                 max_steps,
                 max_repairs,
+                host,
             } => {
+                self.host = host.clone();
                 self.run_id = run_id.clone();
                 self.input = input.clone();
                 self.constraints = constraints.clone();
@@ -282,6 +299,7 @@ impl RunState {
                 self.usage += *usage;
             }
             EventKind::PlanApproved { version, usage, .. } => {
+                self.pending_review = None;
                 self.approved_plan = true;
                 self.approved_version = Some(*version);
                 self.usage += *usage;
@@ -361,6 +379,57 @@ impl RunState {
             EventKind::RunFailed { error } => {
                 self.status = RunStatus::Failed;
                 self.blocked_reason = Some(error.clone());
+            }
+            EventKind::PlanReviewRequested { version } => self.pending_review = Some(*version),
+            EventKind::ApprovalRequested {
+                step, args_hash, ..
+            } => {
+                self.pending_approvals
+                    .insert(step.clone(), args_hash.clone());
+            }
+            EventKind::ApprovalGranted {
+                step, args_hash, ..
+            } => {
+                self.pending_approvals.remove(step);
+                self.approvals.insert(step.clone(), args_hash.clone());
+            }
+            EventKind::ApprovalDenied { step, reason, by } => {
+                self.pending_approvals.remove(step);
+                self.blocked_reason = Some(format!("{by} refused {step}: {reason}"));
+            }
+            EventKind::AwaitingApproval {
+                steps,
+                plan_version,
+            } => {
+                self.status = RunStatus::AwaitingApproval;
+                let mut what: Vec<String> = steps.iter().map(|s| format!("step {s}")).collect();
+                if let Some(v) = plan_version {
+                    what.insert(0, format!("plan version {v}"));
+                }
+                self.blocked_reason = Some(format!("waiting for approval of {}", what.join(", ")));
+            }
+            EventKind::StepInterrupted { step, .. } => {
+                self.set_status(step, StepStatus::Failed)?;
+                self.current_step_ids.retain(|s| s != step);
+            }
+            EventKind::RunResumed {
+                max_replans,
+                max_steps,
+                ..
+            } => {
+                self.status = RunStatus::Running;
+                self.blocked_reason = None;
+                self.repair_count = 0;
+                if let Some(n) = max_replans {
+                    self.max_replans = *n;
+                }
+                if let Some(n) = max_steps {
+                    self.max_steps = *n;
+                }
+            }
+            EventKind::RunCancelled { reason } => {
+                self.status = RunStatus::Cancelled;
+                self.blocked_reason = Some(format!("cancelled: {reason}"));
             }
         }
         if let Some(first) = self.execution_history.first() {
@@ -477,6 +546,7 @@ mod tests {
                 max_replans: 1,
                 max_steps: 5,
                 max_repairs: 1,
+                host: serde_json::Value::Null,
             },
         )
     }

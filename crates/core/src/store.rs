@@ -181,6 +181,15 @@ pub trait RunLease: Send + Sync {
     ) -> BoxFuture<'a, Result<Lease, StoreError>>;
     /// Gives the lease up (a no-op if it was taken over).
     fn release<'a>(&'a self, lease: &'a Lease) -> BoxFuture<'a, Result<(), StoreError>>;
+    /// Frees a lease held by `holder` — for a holder known to be dead (e.g. a
+    /// crashed process on this host), so a resume need not wait out its
+    /// lease. The fence is kept, so that holder's writes stay refused.
+    /// Returns whether a lease was broken.
+    fn break_lease<'a>(
+        &'a self,
+        run: &'a RunId,
+        holder: &'a str,
+    ) -> BoxFuture<'a, Result<bool, StoreError>>;
 }
 
 /// What became of a side-effect call, by idempotency key.
@@ -353,6 +362,14 @@ impl Store for MemoryStore {
 }
 
 impl RunLease for MemoryStore {
+    fn break_lease<'a>(
+        &'a self,
+        run: &'a RunId,
+        holder: &'a str,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(async move { self.break_now(run, holder) })
+    }
+
     fn acquire<'a>(
         &'a self,
         run: &'a RunId,
@@ -417,6 +434,17 @@ impl RunLease for MemoryStore {
             }
             Ok(())
         })
+    }
+}
+
+impl MemoryStore {
+    fn break_now(&self, run: &RunId, holder: &str) -> Result<bool, StoreError> {
+        let mut leases = self.leases.lock().map_err(|_| poisoned())?;
+        if leases.get(run).is_some_and(|l| l.holder == holder) {
+            leases.remove(run);
+            return Ok(true);
+        }
+        Ok(false)
     }
 }
 

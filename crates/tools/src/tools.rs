@@ -44,6 +44,7 @@ pub fn register_notes_tools(registry: &mut ToolRegistry, corpus: Arc<Corpus>) {
 pub fn builtin_specs() -> Vec<ToolSpec> {
     let mut registry = ToolRegistry::new();
     register_notes_tools(&mut registry, Arc::new(Corpus::empty()));
+    registry.register(crate::write_file::WriteFile::spec_only());
     registry.specs()
 }
 

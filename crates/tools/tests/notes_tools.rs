@@ -178,9 +178,19 @@ async fn tools_over_a_small_or_empty_corpus() {
 
 #[test]
 fn builtin_specs_describe_read_only_idempotent_tools() {
-    let specs = builtin_specs();
-    let names: Vec<_> = specs.iter().map(|s| s.name.as_str()).collect();
-    assert_eq!(names, ["compare_results", "read_note", "search_notes"]);
+    let all = builtin_specs();
+    let names: Vec<_> = all.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["compare_results", "read_note", "search_notes", "write_file"]
+    );
+    let write = all.iter().find(|s| s.name == "write_file").unwrap();
+    assert!(write.side_effect && write.idempotent, "{write:?}");
+    let specs: Vec<_> = all
+        .iter()
+        .filter(|s| s.name != "write_file")
+        .cloned()
+        .collect();
     for spec in &specs {
         assert!(!spec.side_effect && spec.idempotent, "{spec:?}");
         assert_eq!(spec.timeout_ms, None);

@@ -323,6 +323,13 @@ impl FnTool {
         self
     }
 
+    /// Marks it as safe to repeat for the same idempotency key.
+    #[must_use]
+    pub fn with_idempotent(mut self) -> Self {
+        self.spec.idempotent = true;
+        self
+    }
+
     /// Sets a timeout per call.
     #[must_use]
     pub fn with_timeout_ms(mut self, ms: u64) -> Self {

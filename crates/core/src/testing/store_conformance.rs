@@ -83,6 +83,7 @@ pub fn sample_log(run: &RunId) -> Vec<Event> {
             max_replans: 1,
             max_steps: 5,
             max_repairs: 1,
+            host: serde_json::Value::Null,
         },
         EventKind::InputPrepared { goal },
         EventKind::PlanCreated {
@@ -346,6 +347,40 @@ async fn leases<S: Store + RunLease>(store: &S) -> Result<(), ConformanceFailure
         .append(&run, &log[2..3], Some(b.fence))
         .await
         .map_err(|e| fail("new holder appends", e.to_string()))?;
+    // A dead holder's lease can be broken; its fence stays refused.
+    let broken_run = RunId("run_lease_broken".into());
+    let dead = store
+        .acquire(&broken_run, "dead-worker", 60_000)
+        .await
+        .map_err(|e| fail("acquire", e.to_string()))?;
+    let wrong = store
+        .break_lease(&broken_run, "someone-else")
+        .await
+        .map_err(|e| fail("break", e.to_string()))?;
+    ensure(!wrong, "break only the named holder", || {
+        "broke another holder's lease".into()
+    })?;
+    let broke = store
+        .break_lease(&broken_run, "dead-worker")
+        .await
+        .map_err(|e| fail("break", e.to_string()))?;
+    ensure(broke, "break", || {
+        "the named holder's lease was not broken".into()
+    })?;
+    let next = store
+        .acquire(&broken_run, "worker-c", 60_000)
+        .await
+        .map_err(|e| fail("acquire after break", e.to_string()))?;
+    ensure(next.fence > dead.fence, "fence after break", || {
+        format!("{} then {}", dead.fence, next.fence)
+    })?;
+    let log = sample_log(&broken_run);
+    let stale = store.append(&broken_run, &log[..1], Some(dead.fence)).await;
+    ensure(
+        matches!(stale, Err(StoreError::Fenced { .. })),
+        "broken holder fenced",
+        || format!("{stale:?}"),
+    )?;
     // An expired lease can be taken over.
     let short = RunId("run_lease_expiry".into());
     store

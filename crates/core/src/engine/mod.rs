@@ -16,7 +16,7 @@ use chrono::Utc;
 use serde_json::Value;
 use tokio::task::{Id as TaskId, JoinSet};
 
-use crate::event::{Event, EventKind, EventSink, RejectedEvidence, SinkError, StopCondition};
+use crate::event::{Event, EventKind, EventSink, SinkError, StopCondition};
 use crate::failure::{FailureClass, FailureKind, StepFailure};
 use crate::goal::{Constraints, Goal};
 use crate::graph::{Node, is_edge};
@@ -26,13 +26,14 @@ use crate::plan::validate::{Limits, validate};
 use crate::plan::{DraftPlan, Plan, Step};
 use crate::retry::RetryPolicy;
 use crate::roles::{
-    AssessRequest, Assessor, AutoApprove, DependencyOutput, Evidence, PlanRequest, Planner,
-    RepairRequest, Repairer, ReplanRequest, Replanner, Reply, ReviewDecision, Reviewer, RoleError,
-    StepContext, StepExecutor, StepOutcome, Synthesizer, ToolCallExecutor, Verdict,
+    AssessRequest, Assessor, AutoApprove, DependencyOutput, PlanRequest, Planner, RepairRequest,
+    Repairer, ReplanRequest, Replanner, Reply, ReviewDecision, Reviewer, RoleError, StepContext,
+    StepExecutor, StepOutcome, Synthesizer, ToolCallExecutor, Verdict,
 };
 use crate::scheduler::{blocked_dependants, check_precondition, ready_steps};
 use crate::state::{RunState, StateError, StepResult};
 use crate::step_status::StepStatus;
+use crate::store::{IdempotencyLog, IdempotencyRecord};
 use crate::tool::{CatalogError, ToolCatalog, ToolContext, ToolRegistry, ToolSpec};
 
 /// Steps a plan may hold (and a run dispatch) unless told otherwise.
@@ -139,10 +140,15 @@ pub enum EngineError {
     /// should not: a bug.
     #[error("internal error: {0}")]
     Invariant(String),
+    /// The run has finished; there is nothing to resume.
+    #[error("the run is {} and cannot be resumed", .0.as_str())]
+    NotResumable(crate::state::RunStatus),
 }
 
 /// Runs goals through the planning graph.
 pub struct Engine {
+    approver: Arc<dyn Approver>,
+    idempotency: Option<Arc<dyn IdempotencyLog>>,
     roles: Roles,
     tools: ToolRegistry,
     catalog: Arc<ToolCatalog>,
@@ -166,6 +172,8 @@ impl Engine {
         let catalog = Arc::new(tools.catalog()?);
         let specs = tools.specs();
         Ok(Self {
+            approver: Arc::new(DeferToPerson),
+            idempotency: None,
             roles,
             tools,
             catalog,
@@ -173,6 +181,22 @@ impl Engine {
             config,
             sinks: Vec::new(),
         })
+    }
+
+    /// Decides approvals of side-effect steps (default: defer to a person,
+    /// which pauses the run at `awaiting_approval`).
+    #[must_use]
+    pub fn with_approver(mut self, approver: Arc<dyn Approver>) -> Self {
+        self.approver = approver;
+        self
+    }
+
+    /// Records side-effect calls before and after, so a resume after a crash
+    /// can tell a finished call from one whose outcome is unknown.
+    #[must_use]
+    pub fn with_idempotency_log(mut self, log: Arc<dyn IdempotencyLog>) -> Self {
+        self.idempotency = Some(log);
+        self
     }
 
     /// Adds a sink that sees every event before the engine acts on it.
@@ -199,6 +223,18 @@ impl Engine {
         input: &str,
         constraints: Constraints,
     ) -> Result<RunState, EngineError> {
+        self.start(run_id, input, constraints, Value::Null).await
+    }
+
+    /// Runs a goal to the end, recording `host` settings (what a resume in
+    /// another process needs to rebuild the tools) in the first event.
+    pub async fn start(
+        &self,
+        run_id: RunId,
+        input: &str,
+        constraints: Constraints,
+        host: Value,
+    ) -> Result<RunState, EngineError> {
         let max_steps = constraints.max_steps.unwrap_or(self.config.max_steps);
         let max_replans = constraints.max_replans.unwrap_or(self.config.max_replans);
         let mut run = Run::new(self);
@@ -209,29 +245,10 @@ impl Engine {
             max_replans,
             max_steps,
             max_repairs: self.config.max_repairs,
+            host,
         })
         .await?;
-        let mut node = Node::PrepareInput;
-        while node != Node::End {
-            let next = match run.step(node).await? {
-                Ok(next) => next,
-                Err(error) => {
-                    run.in_flight.abort_all();
-                    run.record(EventKind::RunFailed {
-                        error: error.to_string(),
-                    })
-                    .await?;
-                    break;
-                }
-            };
-            if !is_edge(node, next) {
-                return Err(EngineError::Invariant(format!(
-                    "the graph has no edge {node} -> {next}"
-                )));
-            }
-            node = next;
-        }
-        Ok(run.state)
+        run.drive(Node::PrepareInput).await
     }
 }
 
@@ -268,11 +285,42 @@ struct Run<'e> {
     /// A decision waiting for in-flight steps to finish.
     held: Option<(Verdict, String)>,
     last: Option<(StepId, StepOutcome)>,
+    /// Outcomes recorded before a crash but never assessed; assessed first on resume.
+    recovered: VecDeque<(StepId, StepOutcome)>,
+    /// Side-effect steps that asked for an approval this session.
+    awaiting: Vec<StepId>,
     replan_reason: String,
     review_reason: String,
 }
 
 type NodeResult = Result<Result<Node, RoleError>, EngineError>;
+
+impl Run<'_> {
+    /// Walks the graph from `node` to END. Every move must be an edge of
+    /// the graph; a role error ends the run as `failed` with an event.
+    async fn drive(mut self, mut node: Node) -> Result<RunState, EngineError> {
+        while node != Node::End {
+            let next = match self.step(node).await? {
+                Ok(next) => next,
+                Err(error) => {
+                    self.in_flight.abort_all();
+                    self.record(EventKind::RunFailed {
+                        error: error.to_string(),
+                    })
+                    .await?;
+                    break;
+                }
+            };
+            if !is_edge(node, next) {
+                return Err(EngineError::Invariant(format!(
+                    "the graph has no edge {node} -> {next}"
+                )));
+            }
+            node = next;
+        }
+        Ok(self.state)
+    }
+}
 
 fn role_failure(
     outer: Result<Reply<DraftPlan>, RoleError>,
@@ -299,6 +347,8 @@ impl<'e> Run<'e> {
             immediate: VecDeque::new(),
             held: None,
             last: None,
+            recovered: VecDeque::new(),
+            awaiting: Vec::new(),
             replan_reason: String::new(),
             review_reason: String::new(),
         }
@@ -344,6 +394,7 @@ impl<'e> Run<'e> {
             Node::Replan => self.replan().await,
             Node::SynthesizeReport => self.synthesize_report().await,
             Node::MarkNeedsReview => self.mark_needs_review().await,
+            Node::AwaitApproval => self.await_approval().await,
             Node::End => Err(EngineError::Invariant("END has no successor".to_owned())),
         }
     }
@@ -470,6 +521,11 @@ impl<'e> Run<'e> {
                 .await?;
                 Ok(Ok(Node::SelectNextStep))
             }
+            ReviewDecision::Deferred => {
+                self.record(EventKind::PlanReviewRequested { version })
+                    .await?;
+                Ok(Ok(Node::AwaitApproval))
+            }
             ReviewDecision::Rejected { reason } => {
                 self.review_reason = format!("plan version {version} was rejected: {reason}");
                 self.record(EventKind::PlanRejected {
@@ -484,7 +540,7 @@ impl<'e> Run<'e> {
     }
 
     fn busy(&self) -> bool {
-        !self.in_flight.is_empty() || !self.immediate.is_empty()
+        !self.in_flight.is_empty() || !self.immediate.is_empty() || !self.recovered.is_empty()
     }
 
     async fn select_next_step(&mut self) -> NodeResult {
@@ -495,17 +551,37 @@ impl<'e> Run<'e> {
                 {
                     break;
                 }
+                if self.awaiting.contains(&id) {
+                    continue;
+                }
+                match self.approval_gate(&id).await? {
+                    Gate::Open => {}
+                    Gate::Wait => continue,
+                    Gate::Denied(reason) => {
+                        self.held = Some((Verdict::NeedsReview, reason));
+                        break;
+                    }
+                }
                 let attempt = self.state.plan.step(&id).map_or(1, |s| s.attempts + 1);
                 self.record(EventKind::StepStarted {
                     step: id.clone(),
                     attempt,
                 })
                 .await?;
-                self.start_attempt(&id, attempt)?;
+                self.start_attempt(&id, attempt).await?;
             }
         }
         if self.busy() {
             return Ok(Ok(Node::ExecuteStep));
+        }
+        if let Some((Verdict::NeedsReview, reason)) = &self.held {
+            // A refused approval, with nothing left in flight.
+            self.review_reason = reason.clone();
+            self.held = None;
+            return Ok(Ok(Node::MarkNeedsReview));
+        }
+        if !self.awaiting.is_empty() {
+            return Ok(Ok(Node::AwaitApproval));
         }
         if self.held.is_some() {
             return Err(EngineError::Invariant(
@@ -531,7 +607,7 @@ impl<'e> Run<'e> {
 
     /// Checks preconditions, resolves arguments and spawns one attempt. A
     /// problem found here is a typed failure of the attempt, not a crash.
-    fn start_attempt(&mut self, id: &StepId, attempt: u32) -> Result<(), EngineError> {
+    async fn start_attempt(&mut self, id: &StepId, attempt: u32) -> Result<(), EngineError> {
         let step = self
             .state
             .plan
@@ -554,6 +630,25 @@ impl<'e> Run<'e> {
                 tool,
                 timeout_ms,
             }) => {
+                if tool.spec().side_effect
+                    && let Some(log) = &self.engine.idempotency
+                {
+                    // Durable before the call: a crash from here on leaves a
+                    // record that says the call may have happened.
+                    let record = IdempotencyRecord {
+                        key: context.tool_context.idempotency_key.clone(),
+                        run: self.state.run_id.clone(),
+                        step: id.clone(),
+                        args_hash: args_hash(&step.tool, &context.args),
+                        outcome: None,
+                    };
+                    log.begin(&record).await.map_err(|e| {
+                        EngineError::Sink(SinkError {
+                            seq: self.state.execution_history.len() as u64,
+                            message: e.to_string(),
+                        })
+                    })?;
+                }
                 let executor = Arc::clone(&self.engine.roles.executor);
                 let step_id = id.clone();
                 let handle = self.in_flight.spawn(async move {
@@ -607,21 +702,21 @@ impl<'e> Run<'e> {
             )
         })?;
         let spec = tool.spec();
+        let args = resolve_value(&Value::Object(step.args.clone()), &outputs)
+            .map_err(|e| persistent(FailureKind::ArgResolution, e.to_string()))?;
+        // The gate in select_next_step asked for this approval; never run without it.
         if spec.side_effect
-            && !(self.state.approved_plan
-                && self.state.approved_version == Some(self.state.plan.version))
+            && self.state.approvals.get(&step.id) != Some(&args_hash(&step.tool, &args))
         {
             return Err(StepFailure::new(
                 FailureClass::Fatal,
-                FailureKind::Executor,
+                FailureKind::ApprovalDenied,
                 format!(
-                    "{} has side effects and plan version {} has no approval on record",
-                    step.tool, self.state.plan.version
+                    "{} has side effects and no approval on record for these arguments",
+                    step.id
                 ),
             ));
         }
-        let args = resolve_value(&Value::Object(step.args.clone()), &outputs)
-            .map_err(|e| persistent(FailureKind::ArgResolution, e.to_string()))?;
         let problems = self.engine.catalog.check_args(&step.tool, &args);
         if !problems.is_empty() {
             let text: Vec<String> = problems
@@ -692,6 +787,11 @@ impl<'e> Run<'e> {
     }
 
     async fn execute_step(&mut self) -> NodeResult {
+        if let Some(outcome) = self.recovered.pop_front() {
+            // Recorded before a crash but never assessed.
+            self.last = Some(outcome);
+            return Ok(Ok(Node::AssessProgress));
+        }
         loop {
             let Completion {
                 step,
@@ -705,7 +805,7 @@ impl<'e> Run<'e> {
                         attempt,
                     })
                     .await?;
-                    self.start_attempt(&step, attempt)?;
+                    self.start_attempt(&step, attempt).await?;
                 }
                 CompletionKind::Attempt {
                     result: Ok(reply),
@@ -716,6 +816,7 @@ impl<'e> Run<'e> {
                         attempts: attempt,
                         duration_ms,
                     };
+                    self.complete_side_effect(&step, &result.output).await?;
                     self.record(EventKind::StepSucceeded {
                         step: step.clone(),
                         result: result.clone(),
@@ -837,9 +938,14 @@ impl<'e> Run<'e> {
             // Let in-flight steps finish (and be recorded) before acting.
             return Ok(Ok(Node::SelectNextStep));
         }
-        let Some((decision, reason)) = self.held.take() else {
-            return Ok(Ok(Node::SelectNextStep));
-        };
+        match self.held.take() {
+            Some((decision, reason)) => self.act_on(decision, reason).await,
+            None => Ok(Ok(Node::SelectNextStep)),
+        }
+    }
+
+    /// Takes a decision held until nothing was in flight.
+    async fn act_on(&mut self, decision: Verdict, reason: String) -> NodeResult {
         match decision {
             Verdict::Continue => Ok(Ok(Node::SelectNextStep)),
             Verdict::Synthesize => Ok(Ok(Node::SynthesizeReport)),
@@ -953,60 +1059,13 @@ impl<'e> Run<'e> {
     }
 }
 
-fn collapse(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
-}
+mod approval;
+mod evidence;
+mod resume;
 
-fn strings_in(value: &Value, out: &mut Vec<String>) {
-    match value {
-        Value::String(s) => out.push(collapse(s)),
-        Value::Array(items) => items.iter().for_each(|v| strings_in(v, out)),
-        Value::Object(map) => map.iter().for_each(|(k, v)| {
-            out.push(k.clone());
-            strings_in(v, out);
-        }),
-        Value::Number(n) => out.push(n.to_string()),
-        _ => {}
-    }
-}
-
-/// Keeps evidence that quotes, verbatim, a succeeded step's output and names
-/// a source found there (or the step itself); refuses the rest.
-fn vet_evidence(
-    state: &RunState,
-    offered: Vec<Evidence>,
-) -> (Vec<Evidence>, Vec<RejectedEvidence>) {
-    let mut accepted = Vec::new();
-    let mut rejected = Vec::new();
-    for e in offered {
-        let reason = match state.step_results.get(&e.step) {
-            None => Some(format!("step {} has no successful result", e.step)),
-            Some(result) => {
-                let mut texts = Vec::new();
-                strings_in(&result.output, &mut texts);
-                let quote = collapse(&e.quote);
-                if quote.is_empty() {
-                    Some("empty quote".to_owned())
-                } else if !texts.iter().any(|t| t.contains(&quote)) {
-                    Some(format!("the quote does not appear in {}'s output", e.step))
-                } else if e.source_id != e.step.as_str() && !texts.iter().any(|t| t == &e.source_id)
-                {
-                    Some(format!(
-                        "source {:?} does not appear in {}'s output",
-                        e.source_id, e.step
-                    ))
-                } else {
-                    None
-                }
-            }
-        };
-        match reason {
-            None => accepted.push(e),
-            Some(reason) => rejected.push(RejectedEvidence {
-                evidence: e,
-                reason,
-            }),
-        }
-    }
-    (accepted, rejected)
-}
+use approval::Gate;
+pub use approval::{
+    ApprovalDecision, ApprovalRequest, ApproveAll, Approver, DeferToPerson, args_hash,
+};
+use evidence::vet_evidence;
+pub use resume::ResumeOptions;

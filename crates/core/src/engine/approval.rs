@@ -1,0 +1,216 @@
+//! Approvals of side-effect steps, bound to the exact tool and resolved
+//! arguments: an approval of one argument set authorises nothing else, and a
+//! replan that changes the arguments (or adds a side-effect step) needs a new
+//! one. Tool outputs cannot approve anything: only an [`Approver`] can.
+
+use async_trait::async_trait;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use super::{NodeResult, Run};
+use crate::event::EventKind;
+use crate::graph::Node;
+use crate::ids::{RunId, StepId};
+use crate::plan::args::resolve_value;
+use crate::state::RunStatus;
+use crate::tool::ToolSpec;
+
+/// Hash of a tool name and its resolved arguments (SHA-256, hex). Keys are
+/// sorted in serde_json's maps, so equal arguments always hash alike.
+pub fn args_hash(tool: &str, args: &Value) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(tool.as_bytes());
+    hasher.update([0u8]);
+    hasher.update(args.to_string().as_bytes());
+    hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// What an approver is asked.
+#[derive(Debug, Clone, Copy)]
+pub struct ApprovalRequest<'a> {
+    /// The run.
+    pub run_id: &'a RunId,
+    /// The step.
+    pub step: &'a StepId,
+    /// What it is for.
+    pub description: &'a str,
+    /// The tool and its spec.
+    pub tool: &'a ToolSpec,
+    /// The resolved arguments.
+    pub args: &'a Value,
+    /// Their hash, which an approval names.
+    pub args_hash: &'a str,
+}
+
+/// An approver's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ApprovalDecision {
+    /// Run it.
+    Approve {
+        /// Who approved.
+        by: String,
+    },
+    /// Do not; the run stops for review.
+    Deny {
+        /// Who refused.
+        by: String,
+        /// Why.
+        reason: String,
+    },
+    /// Ask a person later: the run pauses at `awaiting_approval`.
+    Defer,
+}
+
+/// Decides whether a side-effect step may run.
+#[async_trait]
+pub trait Approver: Send + Sync {
+    /// Approves, refuses or defers one step with these arguments.
+    async fn decide(&self, request: ApprovalRequest<'_>) -> ApprovalDecision;
+}
+
+/// Defers every approval to a person (the default: `stepwise approve`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DeferToPerson;
+
+#[async_trait]
+impl Approver for DeferToPerson {
+    async fn decide(&self, _request: ApprovalRequest<'_>) -> ApprovalDecision {
+        ApprovalDecision::Defer
+    }
+}
+
+/// Approves every step, recorded as by `auto` (`--approve auto`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ApproveAll;
+
+#[async_trait]
+impl Approver for ApproveAll {
+    async fn decide(&self, _request: ApprovalRequest<'_>) -> ApprovalDecision {
+        ApprovalDecision::Approve {
+            by: "auto".to_owned(),
+        }
+    }
+}
+
+/// Whether a ready step may be dispatched.
+pub(super) enum Gate {
+    /// Read-only, or approved for exactly these arguments.
+    Open,
+    /// Waiting for a person.
+    Wait,
+    /// Refused.
+    Denied(String),
+}
+
+impl Run<'_> {
+    /// Checks, and if needed asks for, the approval of a side-effect step.
+    pub(super) async fn approval_gate(&mut self, id: &StepId) -> Result<Gate, super::EngineError> {
+        let Some(step) = self.state.plan.step(id).cloned() else {
+            return Ok(Gate::Open);
+        };
+        let Some(tool) = self.engine.tools.get(&step.tool).cloned() else {
+            return Ok(Gate::Open); // dispatch reports the unknown tool
+        };
+        let spec = tool.spec();
+        if !spec.side_effect {
+            return Ok(Gate::Open);
+        }
+        let Ok(args) = resolve_value(&Value::Object(step.args.clone()), &self.state.outputs())
+        else {
+            return Ok(Gate::Open); // dispatch reports the bad reference
+        };
+        let hash = args_hash(&step.tool, &args);
+        if self.state.approvals.get(id) == Some(&hash) {
+            return Ok(Gate::Open);
+        }
+        let request = ApprovalRequest {
+            run_id: &self.state.run_id,
+            step: id,
+            description: &step.description,
+            tool: spec,
+            args: &args,
+            args_hash: &hash,
+        };
+        let decision = self.engine.approver.decide(request).await;
+        if self.state.pending_approvals.get(id) != Some(&hash) {
+            self.record(EventKind::ApprovalRequested {
+                step: id.clone(),
+                tool: step.tool.clone(),
+                args: args.clone(),
+                args_hash: hash.clone(),
+            })
+            .await?;
+        }
+        match decision {
+            ApprovalDecision::Approve { by } => {
+                self.record(EventKind::ApprovalGranted {
+                    step: id.clone(),
+                    args_hash: hash,
+                    by,
+                })
+                .await?;
+                Ok(Gate::Open)
+            }
+            ApprovalDecision::Deny { by, reason } => {
+                let why = format!("{by} refused step {id}: {reason}");
+                self.record(EventKind::ApprovalDenied {
+                    step: id.clone(),
+                    reason,
+                    by,
+                })
+                .await?;
+                Ok(Gate::Denied(why))
+            }
+            ApprovalDecision::Defer => {
+                self.awaiting.push(id.clone());
+                Ok(Gate::Wait)
+            }
+        }
+    }
+
+    /// await_approval: pause the run until a person acts.
+    pub(super) async fn await_approval(&mut self) -> NodeResult {
+        let plan_version = self.state.pending_review;
+        let steps = std::mem::take(&mut self.awaiting);
+        self.record(EventKind::AwaitingApproval {
+            steps,
+            plan_version,
+        })
+        .await?;
+        debug_assert_eq!(self.state.status, RunStatus::AwaitingApproval);
+        Ok(Ok(Node::End))
+    }
+
+    /// Records a side-effect call's outcome against its idempotency key.
+    pub(super) async fn complete_side_effect(
+        &mut self,
+        id: &StepId,
+        output: &Value,
+    ) -> Result<(), super::EngineError> {
+        let Some(log) = &self.engine.idempotency else {
+            return Ok(());
+        };
+        let Some(step) = self.state.plan.step(id) else {
+            return Ok(());
+        };
+        if !self
+            .engine
+            .tools
+            .get(&step.tool)
+            .is_some_and(|t| t.spec().side_effect)
+        {
+            return Ok(());
+        }
+        let key = crate::tool::idempotency_key(&self.state.run_id, id);
+        log.complete(&key, output).await.map_err(|e| {
+            super::EngineError::Sink(crate::event::SinkError {
+                seq: self.state.execution_history.len() as u64,
+                message: e.to_string(),
+            })
+        })
+    }
+}

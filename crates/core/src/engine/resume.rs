@@ -1,0 +1,312 @@
+//! Resuming a run from its log: fold the events, then ask again where the
+//! graph stands. Nothing that succeeded runs again; a read-only step that
+//! was in flight when the process died is dispatched again; a side-effect
+//! step in flight is reconciled through its idempotency record — its recorded
+//! outcome is used, it is re-run only if the tool is idempotent for its key,
+//! and otherwise the run stops for review with the outcome marked unknown.
+
+use std::collections::BTreeMap;
+
+use super::{Completion, CompletionKind, Engine, EngineError, Run};
+use crate::event::EventKind;
+use crate::failure::{FailureClass, FailureKind, StepFailure};
+use crate::graph::Node;
+use crate::ids::StepId;
+use crate::roles::{StepOutcome, Verdict};
+use crate::state::{RunState, RunStatus, StepResult};
+use crate::step_status::StepStatus;
+use crate::tool::idempotency_key;
+
+/// What the person resuming a run changes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ResumeOptions {
+    /// Who resumes (recorded).
+    pub by: String,
+    /// A new replan bound (e.g. to get past `max_replans`).
+    pub max_replans: Option<u32>,
+    /// A new step bound.
+    pub max_steps: Option<usize>,
+}
+
+impl Engine {
+    /// Continues a run from its folded state (loaded from a store): after a
+    /// crash, or from a breakpoint (`needs_review`, `awaiting_approval`) once
+    /// a person has acted. Finished runs (`ok`, `failed`, `cancelled`) are
+    /// not resumable.
+    pub async fn resume(
+        &self,
+        state: RunState,
+        options: ResumeOptions,
+    ) -> Result<RunState, EngineError> {
+        let was = state.status;
+        if matches!(
+            was,
+            RunStatus::Ok | RunStatus::Failed | RunStatus::Cancelled
+        ) {
+            return Err(EngineError::NotResumable(was));
+        }
+        let mut run = Run::new(self);
+        run.goal = (!state.goal.is_empty()).then(|| state.goal());
+        run.state = state;
+        run.record(EventKind::RunResumed {
+            by: options.by,
+            max_replans: options.max_replans,
+            max_steps: options.max_steps,
+        })
+        .await?;
+        let node = match run.recover(was).await? {
+            Ok(node) => node,
+            Err(error) => {
+                run.record(EventKind::RunFailed {
+                    error: error.to_string(),
+                })
+                .await?;
+                return Ok(run.state);
+            }
+        };
+        run.drive(node).await
+    }
+}
+
+/// Outcomes recorded without an assessment after them, in log order.
+fn unassessed(state: &RunState) -> Vec<(StepId, StepOutcome)> {
+    let mut failures: BTreeMap<&StepId, StepFailure> = BTreeMap::new();
+    let mut pending: Vec<(StepId, StepOutcome)> = Vec::new();
+    for e in &state.execution_history {
+        match &e.kind {
+            EventKind::StepFailed { step, failure, .. } => {
+                failures.insert(step, failure.clone());
+            }
+            EventKind::StepSucceeded { step, result, .. } => {
+                pending.push((step.clone(), StepOutcome::Succeeded(result.clone())));
+            }
+            EventKind::StepTerminated { step, reason } => {
+                let failure = failures.get(step).cloned().unwrap_or_else(|| {
+                    StepFailure::new(
+                        FailureClass::Persistent,
+                        FailureKind::Executor,
+                        reason.clone(),
+                    )
+                });
+                pending.push((step.clone(), StepOutcome::Failed(failure)));
+            }
+            EventKind::Assessed { step, .. } => pending.retain(|(s, _)| s != step),
+            _ => {}
+        }
+    }
+    pending
+}
+
+/// The strongest decision assessed since the current plan was approved.
+fn held_decision(state: &RunState) -> Option<(Verdict, String)> {
+    let since = state
+        .execution_history
+        .iter()
+        .rposition(|e| matches!(e.kind, EventKind::PlanApproved { .. }))
+        .unwrap_or(0);
+    let mut held: Option<(Verdict, String)> = None;
+    for e in &state.execution_history[since..] {
+        if let EventKind::Assessed {
+            verdict, reason, ..
+        } = &e.kind
+            && *verdict != Verdict::Continue
+            && held.as_ref().is_none_or(|(h, _)| verdict > h)
+        {
+            held = Some((*verdict, reason.clone()));
+        }
+    }
+    held
+}
+
+impl Run<'_> {
+    /// Works out where the graph stands and puts steps that were in flight
+    /// back on track. Returns the node to continue from.
+    async fn recover(
+        &mut self,
+        was: RunStatus,
+    ) -> Result<Result<Node, crate::roles::RoleError>, EngineError> {
+        let history = &self.state.execution_history;
+        if !history
+            .iter()
+            .any(|e| matches!(e.kind, EventKind::InputPrepared { .. }))
+        {
+            return Ok(Ok(Node::PrepareInput));
+        }
+        if self.state.pending_draft.is_some() {
+            return Ok(Ok(Node::ValidatePlan));
+        }
+        if self.state.plan.version == 0 {
+            return Ok(Ok(Node::CreatePlan));
+        }
+        if self.state.approved_version != Some(self.state.plan.version) {
+            return Ok(Ok(Node::ReviewPlan));
+        }
+        self.recovered = unassessed(&self.state).into();
+        let in_flight: Vec<StepId> = self
+            .state
+            .plan
+            .steps
+            .iter()
+            .filter(|s| s.status.is_in_flight())
+            .map(|s| s.id.clone())
+            .collect();
+        for id in in_flight {
+            self.reconcile(&id).await?;
+        }
+        self.held = held_decision(&self.state).map(|(verdict, reason)| match verdict {
+            // A person resumed a run that stopped for review: try to recover.
+            Verdict::NeedsReview if was == RunStatus::NeedsReview => (Verdict::Replan, reason),
+            _ => (verdict, reason),
+        });
+        if self.busy() {
+            return Ok(Ok(Node::ExecuteStep));
+        }
+        match self.held.take() {
+            Some((verdict, reason)) => self.act_on(verdict, reason).await,
+            None => Ok(Ok(Node::SelectNextStep)),
+        }
+    }
+
+    /// Puts one step that was in flight back on track.
+    async fn reconcile(&mut self, id: &StepId) -> Result<(), EngineError> {
+        let Some(step) = self.state.plan.step(id).cloned() else {
+            return Ok(());
+        };
+        let next_attempt = step.attempts + 1;
+        match step.status {
+            StepStatus::Retrying => self.retry_now(id, next_attempt),
+            StepStatus::Failed => {
+                let failure = last_failure(&self.state, id);
+                if failure.class == FailureClass::Transient
+                    && self.engine.config.retry.allows_retry_after(step.attempts)
+                {
+                    self.record(EventKind::StepRetrying {
+                        step: id.clone(),
+                        next_attempt,
+                        delay_ms: 0,
+                    })
+                    .await?;
+                    self.retry_now(id, next_attempt);
+                } else {
+                    let reason = format!("failed before the interruption: {}", failure.message);
+                    self.record(EventKind::StepTerminated {
+                        step: id.clone(),
+                        reason,
+                    })
+                    .await?;
+                    self.recovered
+                        .push_back((id.clone(), StepOutcome::Failed(failure)));
+                }
+            }
+            StepStatus::Running => {
+                let spec = self.engine.tools.get(&step.tool).map(|t| t.spec().clone());
+                let side_effect = spec.as_ref().is_some_and(|s| s.side_effect);
+                if !side_effect {
+                    return self.interrupt_and_retry(id, step.attempts).await;
+                }
+                let key = idempotency_key(&self.state.run_id, id);
+                let record = match &self.engine.idempotency {
+                    Some(log) => log.get(&key).await.map_err(|e| {
+                        EngineError::Invariant(format!(
+                            "cannot read the idempotency record of {id}: {e}"
+                        ))
+                    })?,
+                    None => None,
+                };
+                match record {
+                    Some(r) if r.outcome.is_some() => {
+                        // The call finished before the crash: use its recorded outcome.
+                        let result = StepResult {
+                            output: r.outcome.unwrap_or_default(),
+                            attempts: step.attempts,
+                            duration_ms: 0,
+                        };
+                        self.record(EventKind::StepSucceeded {
+                            step: id.clone(),
+                            result: result.clone(),
+                            usage: Default::default(),
+                        })
+                        .await?;
+                        self.recovered
+                            .push_back((id.clone(), StepOutcome::Succeeded(result)));
+                    }
+                    // Never started (no record) or safe to repeat for this key.
+                    None if self.engine.idempotency.is_some() => {
+                        self.interrupt_and_retry(id, step.attempts).await?
+                    }
+                    _ if spec.as_ref().is_some_and(|s| s.idempotent) => {
+                        self.interrupt_and_retry(id, step.attempts).await?
+                    }
+                    _ => {
+                        let message = format!(
+                            "outcome unknown: the process stopped while {id} ({}) was running, and the tool is not idempotent; check its effect by hand",
+                            step.tool
+                        );
+                        self.record(EventKind::StepInterrupted {
+                            step: id.clone(),
+                            attempt: step.attempts,
+                        })
+                        .await?;
+                        self.record(EventKind::StepTerminated {
+                            step: id.clone(),
+                            reason: message.clone(),
+                        })
+                        .await?;
+                        let failure = StepFailure::new(
+                            FailureClass::Fatal,
+                            FailureKind::Interrupted,
+                            message,
+                        );
+                        self.recovered
+                            .push_back((id.clone(), StepOutcome::Failed(failure)));
+                    }
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    async fn interrupt_and_retry(&mut self, id: &StepId, attempt: u32) -> Result<(), EngineError> {
+        self.record(EventKind::StepInterrupted {
+            step: id.clone(),
+            attempt,
+        })
+        .await?;
+        self.record(EventKind::StepRetrying {
+            step: id.clone(),
+            next_attempt: attempt + 1,
+            delay_ms: 0,
+        })
+        .await?;
+        self.retry_now(id, attempt + 1);
+        Ok(())
+    }
+
+    /// Dispatches the next attempt at once (the backoff, if any, died with the process).
+    fn retry_now(&mut self, id: &StepId, attempt: u32) {
+        self.immediate.push_back(Completion {
+            step: id.clone(),
+            attempt,
+            kind: CompletionKind::BackoffElapsed,
+        });
+    }
+}
+
+fn last_failure(state: &RunState, id: &StepId) -> StepFailure {
+    state
+        .execution_history
+        .iter()
+        .rev()
+        .find_map(|e| match &e.kind {
+            EventKind::StepFailed { step, failure, .. } if step == id => Some(failure.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| {
+            StepFailure::new(
+                FailureClass::Transient,
+                FailureKind::Interrupted,
+                "interrupted",
+            )
+        })
+}

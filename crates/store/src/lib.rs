@@ -1,0 +1,180 @@
+//! # stepwise-store
+//!
+//! [`SqliteStore`]: Stepwise's embedded default store. One SQLite file holds
+//! every run's event log, a snapshot of each run's folded state, the run
+//! leases and the idempotency records of side-effect calls. It implements
+//! [`Store`](stepwise_core::Store), [`RunLease`](stepwise_core::RunLease) and
+//! [`IdempotencyLog`](stepwise_core::IdempotencyLog) and passes
+//! `stepwise_core::testing::store_conformance`.
+//!
+//! ```
+//! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+//! use stepwise_core::Store;
+//! let dir = tempfile::tempdir().unwrap();
+//! let store = stepwise_store::SqliteStore::open(&dir.path().join("runs/stepwise.db")).unwrap();
+//! assert!(store.list_runs().await.unwrap().is_empty());
+//! # });
+//! ```
+//!
+//! ## Durability
+//! The file runs with `journal_mode=WAL` and `synchronous=FULL`: every commit
+//! is fsynced before `append` returns, so an event the engine was told is
+//! recorded survives `kill -9` **and** power loss (WAL's default `NORMAL`
+//! would survive a crash of the process but could lose the last commits on
+//! power loss). `busy_timeout=5000`: a second process waits up to 5 s for the
+//! write lock instead of failing at once.
+//!
+//! ## Why the async methods are synchronous inside
+//! The store is embedded and a write is one small transaction (well under a
+//! millisecond plus one fsync), and each run has a single writer (its lease
+//! holder). So each trait method locks a `Mutex<rusqlite::Connection>`, does
+//! its work when first polled and completes at once — no thread pool hop, no
+//! async driver, and the engine's "write before the next step" ordering is
+//! trivially kept. A slow disk stalls the calling task for an fsync; that is
+//! the price of durability and is the same with a blocking pool.
+//!
+//! ## Schema (version 1, in `PRAGMA user_version`)
+//! The file is marked with `PRAGMA application_id = 0x53545057` ("STPW").
+//! Timestamps are RFC 3339 UTC text with nine fractional digits, so they sort
+//! as text and read back exactly.
+//!
+//! | table | columns | notes |
+//! | --- | --- | --- |
+//! | `runs` | `run_id` PK, `goal`, `status`, `started_at`, `updated_at`, `last_seq`, `steps_done`, `steps_total`, `replans`, `tokens`, `snapshot` | the summary columns serve `list_runs` without parsing JSON; `snapshot` is the folded `RunState` as JSON **without** `execution_history` (the events table holds the history once, so each append writes a small snapshot instead of the whole log again); index on (`started_at` desc, `run_id` desc) |
+//! | `events` | (`run_id`, `seq`) PK, `at`, `kind`, `body` | `body` is the whole `Event` as JSON; `kind` and `at` are copies for people querying the file; `WITHOUT ROWID`, so a run's log is stored in order |
+//! | `leases` | `run_id` PK, `holder`, `fence`, `until` | `holder`/`until` are NULL once released; the row (and its `fence`) is kept so the fence keeps growing across release and re-acquire |
+//! | `idempotency` | `key` PK, `run_id`, `step`, `args_hash`, `outcome` (JSON, NULL until complete), `begun_at`, `completed_at` | index on `run_id` |
+//! | `meta` | `key` PK, `value` | `created_at`, `created_by`, `opened_at` (rewritten at every open: the write that proves the file is writable) |
+//!
+//! Migrations are a list of steps, step *i* taking the schema from version
+//! *i* to *i + 1*; `open` runs the missing ones in one transaction. A file
+//! with a newer version than this build knows is refused and left untouched.
+//!
+//! ## Bad files
+//! `open` fails with `StoreError::Unavailable` and a one-line message naming
+//! the file, and writes nothing to it, when the file is not SQLite or is
+//! corrupt, is SQLite but not Stepwise's, was written by a newer Stepwise, or
+//! cannot be written (read-only file, directory or filesystem).
+//!
+//! ## Fault injection (a testing aid)
+//! With the environment variable `STEPWISE_FAILPOINT=abort-after-writes=N`
+//! (N ≥ 1) when a store is opened, the process calls
+//! `std::process::abort()` right after the N-th committed write transaction
+//! of the process (appends, lease acquire/renew/release, idempotency
+//! begin/complete; `open`'s own writes do not count). Crash tests use it to
+//! stop a run at an exact point, as `kill -9` would. Any other value makes
+//! `open` fail, so a mistyped failpoint cannot silently test nothing.
+
+mod codec;
+mod error;
+mod failpoint;
+mod idempotency;
+mod lease;
+mod log;
+mod open;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use rusqlite::{Connection, Transaction, TransactionBehavior};
+use stepwise_core::StoreError;
+
+use crate::error::Fail;
+use crate::failpoint::Failpoint;
+
+pub use crate::failpoint::FAILPOINT_ENV;
+pub use crate::open::SCHEMA_VERSION;
+
+/// The SQLite store: one file (or memory), one connection.
+///
+/// Several `SqliteStore`s — in one process or several — may open the same
+/// file; SQLite's locking serialises their writes and leases keep one writer
+/// per run.
+#[derive(Debug)]
+pub struct SqliteStore {
+    conn: Mutex<Connection>,
+    /// How messages name the database: its path, or `:memory:`.
+    db: String,
+    path: Option<PathBuf>,
+    failpoint: Option<Failpoint>,
+}
+
+impl SqliteStore {
+    /// Opens (or creates, with its parent directories) the store at `path`,
+    /// and brings its schema up to date.
+    ///
+    /// Fails, leaving the file as it was, if it is not a Stepwise database,
+    /// is corrupt, was written by a newer Stepwise, or cannot be written.
+    pub fn open(path: &Path) -> Result<Self, StoreError> {
+        let db = path.display().to_string();
+        let failpoint = failpoint::from_env().map_err(StoreError::Unavailable)?;
+        let conn = open::open_file(path, &db)?;
+        Ok(Self {
+            conn: Mutex::new(conn),
+            db,
+            path: Some(path.to_path_buf()),
+            failpoint,
+        })
+    }
+
+    /// A fresh store in memory, gone when dropped: for tests.
+    pub fn in_memory() -> Result<Self, StoreError> {
+        let db = ":memory:".to_owned();
+        let failpoint = failpoint::from_env().map_err(StoreError::Unavailable)?;
+        let conn = open::open_memory(&db)?;
+        Ok(Self {
+            conn: Mutex::new(conn),
+            db,
+            path: None,
+            failpoint,
+        })
+    }
+
+    /// The file, or `None` in memory.
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    /// The connection. A panic while it was held cannot have left a
+    /// transaction half-done (rusqlite rolls back on drop), so a poisoned
+    /// lock is safe to take over.
+    fn lock(&self) -> MutexGuard<'_, Connection> {
+        self.conn.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Runs `f` in one `BEGIN IMMEDIATE` transaction (the write lock is taken
+    /// up front, so a concurrent writer waits instead of failing mid-way) and
+    /// commits it if `f` succeeds; rolls back otherwise.
+    fn write<T>(
+        &self,
+        f: impl FnOnce(&Transaction<'_>) -> Result<T, Fail>,
+    ) -> Result<T, StoreError> {
+        let mut conn = self.lock();
+        let result = (|| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let value = f(&tx)?;
+            tx.commit()?;
+            Ok(value)
+        })();
+        drop(conn);
+        let value = result.map_err(|e: Fail| e.into_store(&self.db))?;
+        failpoint::after_commit(self.failpoint);
+        Ok(value)
+    }
+
+    /// Runs `f` in one read transaction, so it sees a single consistent
+    /// version of the file even while another process writes.
+    fn read<T>(
+        &self,
+        f: impl FnOnce(&Transaction<'_>) -> Result<T, Fail>,
+    ) -> Result<T, StoreError> {
+        let mut conn = self.lock();
+        let result = (|| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Deferred)?;
+            let value = f(&tx)?;
+            tx.commit()?;
+            Ok(value)
+        })();
+        result.map_err(|e: Fail| e.into_store(&self.db))
+    }
+}

@@ -1,0 +1,203 @@
+//! The event log and the snapshot: [`Store`] for [`SqliteStore`].
+//!
+//! An append is one `BEGIN IMMEDIATE` transaction: fence check, sequence
+//! check, fold, insert, snapshot — all or nothing, so the snapshot always
+//! equals the fold of the log, even across a crash mid-append.
+
+use futures::future::BoxFuture;
+use rusqlite::{Connection, OptionalExtension};
+use stepwise_core::{Event, RunId, RunState, RunSummary, Store, StoreError};
+
+use crate::SqliteStore;
+use crate::codec::{
+    from_json, status_from_sql, time_from_sql, time_to_sql, to_json, u32_from_sql, u64_from_sql,
+    u64_to_sql, usize_from_sql, usize_to_sql,
+};
+use crate::error::Fail;
+use crate::lease::check_fence;
+
+impl SqliteStore {
+    fn append_now(
+        &self,
+        run: &RunId,
+        events: &[Event],
+        fence: Option<u64>,
+    ) -> Result<(), StoreError> {
+        self.write(|tx| {
+            if let Some(fence) = fence {
+                check_fence(tx, run, fence)?;
+            }
+            let last_seq = last_seq(tx, run)?.unwrap_or(0);
+            let first_seq = events.first().map_or(0, |e| e.seq);
+            if first_seq != last_seq + 1 {
+                return Err(StoreError::Conflict {
+                    run: run.clone(),
+                    last_seq,
+                    first_seq,
+                }
+                .into());
+            }
+            let mut state = if last_seq == 0 {
+                RunState::default()
+            } else {
+                load_state(tx, run)?
+            };
+            let mut insert = tx.prepare(
+                "INSERT INTO events (run_id, seq, at, kind, body) VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?;
+            for event in events {
+                state.apply(event).map_err(|source| StoreError::Invalid {
+                    run: run.clone(),
+                    source,
+                })?;
+                insert.execute((
+                    run.as_str(),
+                    u64_to_sql(event.seq, "event seq")?,
+                    time_to_sql(event.at),
+                    event.kind.name(),
+                    to_json(event, "event")?,
+                ))?;
+            }
+            save_state(tx, run, state)
+        })
+    }
+
+    fn events_now(&self, run: &RunId) -> Result<Vec<Event>, StoreError> {
+        self.read(|tx| {
+            if last_seq(tx, run)?.is_none() {
+                return Err(StoreError::NotFound(run.clone()).into());
+            }
+            load_events(tx, run)
+        })
+    }
+
+    fn state_now(&self, run: &RunId) -> Result<RunState, StoreError> {
+        self.read(|tx| load_state(tx, run))
+    }
+
+    fn list_runs_now(&self) -> Result<Vec<RunSummary>, StoreError> {
+        self.read(|tx| {
+            let mut stmt = tx.prepare(
+                "SELECT run_id, goal, status, started_at, updated_at, steps_done, steps_total,
+                        replans, tokens, last_seq
+                 FROM runs ORDER BY started_at DESC, run_id DESC",
+            )?;
+            let mut rows = stmt.query([])?;
+            let mut out = Vec::new();
+            while let Some(row) = rows.next()? {
+                out.push(RunSummary {
+                    run_id: RunId(row.get(0)?),
+                    goal: row.get(1)?,
+                    status: status_from_sql(&row.get::<_, String>(2)?)?,
+                    started_at: time_from_sql(&row.get::<_, String>(3)?)?,
+                    updated_at: time_from_sql(&row.get::<_, String>(4)?)?,
+                    steps_done: usize_from_sql(row.get(5)?, "steps_done")?,
+                    steps_total: usize_from_sql(row.get(6)?, "steps_total")?,
+                    replans: u32_from_sql(row.get(7)?, "replans")?,
+                    tokens: u64_from_sql(row.get(8)?, "tokens")?,
+                    last_seq: u64_from_sql(row.get(9)?, "last_seq")?,
+                });
+            }
+            Ok(out)
+        })
+    }
+}
+
+/// The run's last sequence number, or `None` if there is no such run.
+fn last_seq(conn: &Connection, run: &RunId) -> Result<Option<u64>, Fail> {
+    conn.query_row(
+        "SELECT last_seq FROM runs WHERE run_id = ?1",
+        [run.as_str()],
+        |r| r.get::<_, i64>(0),
+    )
+    .optional()?
+    .map(|n| u64_from_sql(n, "last_seq"))
+    .transpose()
+}
+
+fn load_events(conn: &Connection, run: &RunId) -> Result<Vec<Event>, Fail> {
+    let mut stmt = conn.prepare("SELECT body FROM events WHERE run_id = ?1 ORDER BY seq")?;
+    let mut rows = stmt.query([run.as_str()])?;
+    let mut events = Vec::new();
+    while let Some(row) = rows.next()? {
+        events.push(from_json(&row.get::<_, String>(0)?, "event")?);
+    }
+    Ok(events)
+}
+
+/// The snapshot, with its history put back from the log.
+fn load_state(conn: &Connection, run: &RunId) -> Result<RunState, Fail> {
+    let (snapshot, last_seq) = conn
+        .query_row(
+            "SELECT snapshot, last_seq FROM runs WHERE run_id = ?1",
+            [run.as_str()],
+            |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)),
+        )
+        .optional()?
+        .ok_or_else(|| StoreError::NotFound(run.clone()))?;
+    let mut state: RunState = from_json(&snapshot, "snapshot")?;
+    state.execution_history = load_events(conn, run)?;
+    let logged = state.execution_history.len();
+    if usize_to_sql(logged, "event count")? != last_seq {
+        return Err(Fail::Data(format!(
+            "run {run}: the log has {logged} events but the run row says {last_seq}"
+        )));
+    }
+    Ok(state)
+}
+
+/// Writes the run's row: summary columns, and the snapshot without its
+/// history (the events table has it).
+fn save_state(conn: &Connection, run: &RunId, mut state: RunState) -> Result<(), Fail> {
+    let summary = RunSummary::of(&state);
+    state.execution_history = Vec::new();
+    conn.execute(
+        "INSERT INTO runs (run_id, goal, status, started_at, updated_at, last_seq, steps_done,
+                           steps_total, replans, tokens, snapshot)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+         ON CONFLICT (run_id) DO UPDATE SET
+             goal = excluded.goal, status = excluded.status, started_at = excluded.started_at,
+             updated_at = excluded.updated_at, last_seq = excluded.last_seq,
+             steps_done = excluded.steps_done, steps_total = excluded.steps_total,
+             replans = excluded.replans, tokens = excluded.tokens, snapshot = excluded.snapshot",
+        rusqlite::params![
+            run.as_str(),
+            summary.goal,
+            summary.status.as_str(),
+            time_to_sql(summary.started_at),
+            time_to_sql(summary.updated_at),
+            u64_to_sql(summary.last_seq, "last_seq")?,
+            usize_to_sql(summary.steps_done, "steps_done")?,
+            usize_to_sql(summary.steps_total, "steps_total")?,
+            i64::from(summary.replans),
+            u64_to_sql(summary.tokens, "tokens")?,
+            to_json(&state, "snapshot")?,
+        ],
+    )?;
+    Ok(())
+}
+
+/// Each method does its (sub-millisecond) work when first polled; see the
+/// crate docs for why it is not sent to a thread pool.
+impl Store for SqliteStore {
+    fn append<'a>(
+        &'a self,
+        run: &'a RunId,
+        events: &'a [Event],
+        fence: Option<u64>,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move { self.append_now(run, events, fence) })
+    }
+
+    fn events<'a>(&'a self, run: &'a RunId) -> BoxFuture<'a, Result<Vec<Event>, StoreError>> {
+        Box::pin(async move { self.events_now(run) })
+    }
+
+    fn state<'a>(&'a self, run: &'a RunId) -> BoxFuture<'a, Result<RunState, StoreError>> {
+        Box::pin(async move { self.state_now(run) })
+    }
+
+    fn list_runs(&self) -> BoxFuture<'_, Result<Vec<RunSummary>, StoreError>> {
+        Box::pin(async move { self.list_runs_now() })
+    }
+}
