@@ -115,18 +115,8 @@ pub(crate) struct RunArgs {
     #[arg(long, value_name = "N", default_value_t = 4, value_parser = at_least_one)]
     pub(crate) concurrency: usize,
 
-    /// Print the full result as JSON (status, report, plan, step results,
-    /// gaps, evidence, usage, history) instead of Markdown.
-    #[arg(long)]
-    pub(crate) json: bool,
-
-    /// Write the output to this file instead of stdout.
-    #[arg(long, value_name = "FILE")]
-    pub(crate) out: Option<PathBuf>,
-
-    /// No progress on stderr.
-    #[arg(long, short)]
-    pub(crate) quiet: bool,
+    #[command(flatten)]
+    pub(crate) output: OutputArgs,
 
     /// Approval of side-effect steps: `never` (pause at awaiting_approval for
     /// `stepwise approve`), `auto` (approve each up front, recorded as by
@@ -165,7 +155,8 @@ pub(crate) enum ApproveMode {
 /// Output options shared by `run` and `resume`.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct OutputArgs {
-    /// Print the full result as JSON instead of Markdown.
+    /// Print the full result as JSON (status, report, plan, step results,
+    /// gaps, evidence, usage, history) instead of Markdown.
     #[arg(long)]
     pub(crate) json: bool,
 

@@ -13,7 +13,7 @@ use anyhow::anyhow;
 use stepwise_core::engine::ResumeOptions;
 use stepwise_core::{RunId, RunStatus};
 
-use crate::cli::{OutputArgs, ResumeArgs, RunArgs};
+use crate::cli::{ResumeArgs, RunArgs};
 use crate::db;
 use crate::input::{read_constraints, read_json};
 use crate::session::{self, Host, Session};
@@ -65,22 +65,17 @@ pub(crate) fn run(args: &RunArgs, db_flag: Option<&PathBuf>) -> anyhow::Result<E
     let store = db::open(db_flag)?;
     let run_id = args.run_id.clone().map_or_else(RunId::generate, RunId);
     let host_json = serde_json::to_value(&host)?;
-    let output = OutputArgs {
-        json: args.json,
-        out: args.out.clone(),
-        quiet: args.quiet,
-    };
     let state = db::block_on(async {
-        let session = Session::open(store, &run_id, &host, args.approve, args.quiet).await?;
+        let session = Session::open(store, &run_id, &host, args.approve, args.output.quiet).await?;
         session
-            .drive(args.quiet, None, |engine| async move {
+            .drive(args.output.quiet, None, |engine| async move {
                 engine
                     .start(run_id.clone(), &args.goal, constraints, host_json)
                     .await
             })
             .await
     })??;
-    session::finish(&state, &output)
+    session::finish(&state, &args.output)
 }
 
 pub(crate) fn resume(args: &ResumeArgs, db_flag: Option<&PathBuf>) -> anyhow::Result<ExitCode> {

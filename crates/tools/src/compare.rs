@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use stepwise_core::{Effects, Tool, ToolContext, ToolError};
 
+use crate::notes::sentences;
 use crate::notes::tokenize::{is_cjk, is_stop_word, tokenize};
 
 /// Content words two sentences must share to be about the same thing.
@@ -96,30 +97,6 @@ struct Statement {
     sentence: String,
     terms: BTreeSet<String>,
     figures: BTreeMap<String, BTreeSet<String>>,
-}
-
-/// Sentences of a passage, each a verbatim substring of it.
-fn sentences(passage: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    let mut start = 0;
-    let mut iter = passage.char_indices().peekable();
-    while let Some((pos, c)) = iter.next() {
-        let boundary = matches!(c, '.' | '!' | '?' | '。')
-            && iter.peek().is_none_or(|(_, n)| n.is_whitespace());
-        if boundary {
-            let end = pos + c.len_utf8();
-            let s = passage[start..end].trim();
-            if !s.is_empty() {
-                out.push(s);
-            }
-            start = end;
-        }
-    }
-    let rest = passage[start..].trim();
-    if !rest.is_empty() {
-        out.push(rest);
-    }
-    out
 }
 
 /// Figures in a sentence, by unit: `"40%"` → `("%", "40")`, `"$1.2"` → `("$", "1.2")`,

@@ -38,27 +38,4 @@ pub(crate) fn key_terms(text: &str) -> Vec<String> {
     terms
 }
 
-/// Sentences of a passage, each a verbatim substring of it.
-pub(crate) fn sentences(passage: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    let mut start = 0;
-    let chars: Vec<(usize, char)> = passage.char_indices().collect();
-    for (i, &(pos, c)) in chars.iter().enumerate() {
-        let at_end = chars
-            .get(i + 1)
-            .is_none_or(|(_, next)| next.is_whitespace());
-        if matches!(c, '.' | '!' | '?' | '。') && at_end {
-            let end = pos + c.len_utf8();
-            let s = passage[start..end].trim();
-            if !s.is_empty() {
-                out.push(s);
-            }
-            start = end;
-        }
-    }
-    let rest = passage[start..].trim();
-    if !rest.is_empty() {
-        out.push(rest);
-    }
-    out
-}
+pub(crate) use stepwise_tools::notes::sentences;

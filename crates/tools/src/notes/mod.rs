@@ -29,5 +29,6 @@ pub use bm25::{Bm25Index, Bm25Params};
 pub use corpus::{Corpus, Note, Origin};
 pub use error::CorpusError;
 pub use load::{LoadedCorpus, SkipReason, SkippedFile};
+pub use passages::sentences;
 pub use search::SearchHit;
 pub use tokenize::tokenize;

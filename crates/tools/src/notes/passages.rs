@@ -79,8 +79,9 @@ fn flush(current: &mut Vec<&str>, out: &mut Vec<String>) {
 }
 
 /// Sentences of a paragraph: cut after `.`, `!`, `?` (or their full-width
-/// forms) followed by whitespace, and after `。`.
-fn sentences(paragraph: &str) -> Vec<&str> {
+/// forms) followed by whitespace, and after `。`. Each is a verbatim
+/// substring, so a quote of it can be checked against the source.
+pub fn sentences(paragraph: &str) -> Vec<&str> {
     let mut out = Vec::new();
     let mut start = 0;
     let mut chars = paragraph.char_indices().peekable();
