@@ -11,9 +11,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, anyhow, bail};
-use stepwise_core::{
-    Event, EventKind, RunId, RunLease, RunState, RunStatus, StepId, Store, StoreError, Usage,
-};
+use stepwise_core::{Event, EventKind, RunId, RunLease, RunState, RunStatus, StepId, Store, Usage};
 use stepwise_store::SqliteStore;
 
 use crate::cli::{ApproveArgs, CancelArgs, RejectArgs};
@@ -137,7 +135,7 @@ fn reject_run(args: &RejectArgs, flag: Option<&PathBuf>) -> anyhow::Result<ExitC
     }
     let (store, state) = open_run(flag, &args.run)?;
     approvable(&state)?;
-    let (state, _) = with_lease(&store, &args.run, |state| {
+    let rejected = with_lease(&store, &args.run, |state| {
         approvable(state)?;
         let what = waiting_for(state);
         if what.is_empty() {
@@ -168,10 +166,19 @@ fn reject_run(args: &RejectArgs, flag: Option<&PathBuf>) -> anyhow::Result<ExitC
         });
         Ok(kinds)
     })?;
+    let (state, kinds) = rejected;
+    let what: Vec<String> = kinds
+        .iter()
+        .filter_map(|kind| match kind {
+            EventKind::PlanRejected { version, .. } => Some(format!("plan version {version}")),
+            EventKind::ApprovalDenied { step, .. } => Some(format!("step {step}")),
+            _ => None,
+        })
+        .collect();
     let run = &state.run_id;
     output::stdout(&format!(
-        "rejected: {}\nrun {run} now needs review (exit status 3); to ask again after a change: stepwise resume {run}\n",
-        state.blocked_reason.as_deref().unwrap_or(&reason)
+        "rejected {}: {reason}\nrun {run} now needs review (exit status 3); to be asked again: stepwise resume {run}; to give up: stepwise cancel {run}\n",
+        what.join(", ")
     ))?;
     Ok(ExitCode::from(NEEDS_REVIEW))
 }
@@ -189,10 +196,7 @@ fn cancel_run(args: &CancelArgs, flag: Option<&PathBuf>) -> anyhow::Result<ExitC
             reason: reason.clone(),
         }])
     })?;
-    output::stdout(&format!(
-        "cancelled run {}: {reason}\n",
-        state.run_id
-    ))?;
+    output::stdout(&format!("cancelled run {}: {reason}\n", state.run_id))?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -252,16 +256,8 @@ fn with_lease(
 ) -> anyhow::Result<(RunState, Vec<EventKind>)> {
     let run_id = RunId(run.to_owned());
     db::block_on(async {
-        let lease = store
-            .acquire(&run_id, &db::holder(), db::LEASE_TTL_MS)
-            .await
-            .map_err(|e| match e {
-                StoreError::Leased { run, holder, until } => anyhow!(
-                    "run {run} is being worked on by {holder} until {}; wait for it to finish or stop that process",
-                    until.format("%Y-%m-%d %H:%M:%S UTC")
-                ),
-                other => anyhow!(other).context(format!("cannot take the lease of run {run}")),
-            })?;
+        // A dead holder on this host is taken over; a live one is a clear error.
+        let lease = db::take_lease(store, &run_id).await?;
         let result = async {
             let state = db::load(store, run).await?;
             let kinds = decide(&state)?;

@@ -3,9 +3,11 @@
 //! Structured output (plans, diagnostics, JSON) goes to stdout; errors go to
 //! stderr as one `error: ...` line. Exit codes: 0 success, 1 the input was
 //! checked and found wanting (e.g. an invalid plan) or a run failed, 2 usage
-//! errors (bad flags, unreadable or non-JSON files, a missing notes folder),
-//! 3 a run stopped for review.
+//! errors (bad flags, unreadable or non-JSON files, a missing notes folder,
+//! an unusable database, an unknown run), 3 a run stopped for review, 4 a run
+//! waits for an approval, 5 a run was cancelled.
 
+mod act_cmd;
 mod cli;
 mod db;
 mod input;
@@ -13,6 +15,7 @@ mod output;
 mod plan_cmd;
 mod progress;
 mod run_cmd;
+mod runs_cmd;
 mod session;
 mod tools_cmd;
 
@@ -29,11 +32,11 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Command::Run(args) => run_cmd::run(args, db),
         Command::Resume(args) => run_cmd::resume(args, db),
-        Command::Runs(_)
-        | Command::Show(_)
-        | Command::Approve(_)
-        | Command::Reject(_)
-        | Command::Cancel(_) => Err(anyhow::anyhow!("not wired yet")),
+        Command::Runs(args) => runs_cmd::runs(args, db),
+        Command::Show(args) => runs_cmd::show(args, db),
+        Command::Approve(args) => act_cmd::approve(args, db),
+        Command::Reject(args) => act_cmd::reject(args, db),
+        Command::Cancel(args) => act_cmd::cancel(args, db),
         Command::Plan(PlanCommand::Validate(args)) => plan_cmd::validate(args),
         Command::Plan(PlanCommand::Schema) => plan_cmd::schema(),
         Command::Tools(args) => tools_cmd::list(args),

@@ -80,8 +80,7 @@ pub(crate) fn open_run(
 
 fn list_runs(args: &RunsArgs, flag: Option<&PathBuf>) -> anyhow::Result<ExitCode> {
     let summaries = match open_existing(flag)? {
-        Some(store) => db::block_on(store.list_runs())?
-            .with_context(|| format!("cannot list the runs in {}", db::path(flag).display()))?,
+        Some(store) => db::block_on(store.list_runs())?.context("cannot list the runs")?,
         None => Vec::new(),
     };
     if args.json {
@@ -90,10 +89,7 @@ fn list_runs(args: &RunsArgs, flag: Option<&PathBuf>) -> anyhow::Result<ExitCode
         json.push('\n');
         output::stdout(&json)?;
     } else if summaries.is_empty() {
-        output::stdout(&format!(
-            "no runs yet in {}\n",
-            db::path(flag).display()
-        ))?;
+        output::stdout(&format!("no runs yet in {}\n", db::path(flag).display()))?;
     } else {
         output::stdout(&runs_table(&summaries))?;
     }
@@ -162,8 +158,8 @@ fn show_run(args: &ShowArgs, flag: Option<&PathBuf>) -> anyhow::Result<ExitCode>
         json.push('\n');
         json
     } else if args.json {
-        let mut json = serde_json::to_string_pretty(&state.final_output())
-            .context("cannot encode the run")?;
+        let mut json =
+            serde_json::to_string_pretty(&state.final_output()).context("cannot encode the run")?;
         json.push('\n');
         json
     } else if args.mermaid {
@@ -193,7 +189,11 @@ fn summary(state: &RunState) -> String {
         field(&mut text, "why", &one_line(reason));
     }
     if let Some(first) = state.execution_history.first() {
-        field(&mut text, "started", &first.at.format("%Y-%m-%d %H:%M:%S UTC").to_string());
+        field(
+            &mut text,
+            "started",
+            &first.at.format("%Y-%m-%d %H:%M:%S UTC").to_string(),
+        );
     }
     let plan = if state.plan.version == 0 {
         "none yet".to_owned()
@@ -249,7 +249,9 @@ fn summary(state: &RunState) -> String {
     if state.pending_review.is_some() || !state.pending_approvals.is_empty() {
         text.push_str("\nWaiting for approval\n");
         if let Some(version) = state.pending_review {
-            text.push_str(&format!("  plan version {version} (review the plan above)\n"));
+            text.push_str(&format!(
+                "  plan version {version} (review the plan above)\n"
+            ));
         }
         for (step, hash) in &state.pending_approvals {
             text.push_str(&format!("  {}\n", describe_request(state, step, hash)));
@@ -306,11 +308,17 @@ fn glyph(status: StepStatus) -> char {
 fn usage_line(usage: &Usage) -> String {
     format!(
         "{} · {} tokens ({} in, {} out) · {} · {}",
-        output::plural(usize::try_from(usage.llm_calls).unwrap_or(usize::MAX), "llm call"),
+        output::plural(
+            usize::try_from(usage.llm_calls).unwrap_or(usize::MAX),
+            "llm call"
+        ),
         usage.input_tokens + usage.output_tokens,
         usage.input_tokens,
         usage.output_tokens,
-        output::plural(usize::try_from(usage.tool_calls).unwrap_or(usize::MAX), "tool call"),
+        output::plural(
+            usize::try_from(usage.tool_calls).unwrap_or(usize::MAX),
+            "tool call"
+        ),
         duration(usage.wall_time_ms),
     )
 }
@@ -336,7 +344,10 @@ pub(crate) fn requested<'a>(state: &'a RunState, step: &StepId) -> Option<(&'a s
         .rev()
         .find_map(|e| match &e.kind {
             EventKind::ApprovalRequested {
-                step: s, tool, args, ..
+                step: s,
+                tool,
+                args,
+                ..
             } if s == step => Some((tool.as_str(), args)),
             _ => None,
         })
@@ -371,11 +382,9 @@ pub(crate) fn compact_json(value: &Value) -> String {
                 Value::String(format!("{head}… ({} chars)", s.chars().count()))
             }
             Value::Array(items) => Value::Array(items.iter().map(shorten).collect()),
-            Value::Object(map) => Value::Object(
-                map.iter()
-                    .map(|(k, v)| (k.clone(), shorten(v)))
-                    .collect(),
-            ),
+            Value::Object(map) => {
+                Value::Object(map.iter().map(|(k, v)| (k.clone(), shorten(v))).collect())
+            }
             other => other.clone(),
         }
     }
@@ -601,13 +610,34 @@ fn event_detail(kind: &EventKind) -> String {
 
 /// Node styles by step status.
 const CLASS_DEFS: [(StepStatus, &str); 7] = [
-    (StepStatus::Pending, "fill:#ffffff,stroke:#868e96,color:#212529"),
-    (StepStatus::Running, "fill:#d0ebff,stroke:#1971c2,color:#0b3d6e"),
-    (StepStatus::Succeeded, "fill:#d3f9d8,stroke:#2b8a3e,color:#1b4332"),
-    (StepStatus::Failed, "fill:#ffe3e3,stroke:#c92a2a,color:#7d1a1a"),
-    (StepStatus::Retrying, "fill:#fff3bf,stroke:#f08c00,color:#6b3f00"),
-    (StepStatus::Terminated, "fill:#ffe3e3,stroke:#c92a2a,color:#7d1a1a"),
-    (StepStatus::Skipped, "fill:#f1f3f5,stroke:#adb5bd,stroke-dasharray:5 5,color:#868e96"),
+    (
+        StepStatus::Pending,
+        "fill:#ffffff,stroke:#868e96,color:#212529",
+    ),
+    (
+        StepStatus::Running,
+        "fill:#d0ebff,stroke:#1971c2,color:#0b3d6e",
+    ),
+    (
+        StepStatus::Succeeded,
+        "fill:#d3f9d8,stroke:#2b8a3e,color:#1b4332",
+    ),
+    (
+        StepStatus::Failed,
+        "fill:#ffe3e3,stroke:#c92a2a,color:#7d1a1a",
+    ),
+    (
+        StepStatus::Retrying,
+        "fill:#fff3bf,stroke:#f08c00,color:#6b3f00",
+    ),
+    (
+        StepStatus::Terminated,
+        "fill:#ffe3e3,stroke:#c92a2a,color:#7d1a1a",
+    ),
+    (
+        StepStatus::Skipped,
+        "fill:#f1f3f5,stroke:#adb5bd,stroke-dasharray:5 5,color:#868e96",
+    ),
 ];
 
 /// `stepwise show --mermaid`: the plan as a `flowchart TD`, one node per step
@@ -729,7 +759,12 @@ mod tests {
 
     #[test]
     fn node_ids_are_safe_and_distinct() {
-        let steps = [StepId::new("a-b"), StepId::new("a_b"), StepId::new("end"), StepId::new("ü x")];
+        let steps = [
+            StepId::new("a-b"),
+            StepId::new("a_b"),
+            StepId::new("end"),
+            StepId::new("ü x"),
+        ];
         let ids = node_ids(steps.iter());
         assert_eq!(ids[&steps[0]], "s_a_b");
         assert_eq!(ids[&steps[1]], "s_a_b_2");
@@ -739,7 +774,10 @@ mod tests {
 
     #[test]
     fn labels_escape_what_mermaid_would_read() {
-        assert_eq!(mermaid_text("say \"hi\" <b>#1"), "say #quot;hi#quot; #lt;b#gt;#35;1");
+        assert_eq!(
+            mermaid_text("say \"hi\" <b>#1"),
+            "say #quot;hi#quot; #lt;b#gt;#35;1"
+        );
     }
 
     #[test]

@@ -37,6 +37,16 @@ pub enum RunStatus {
 }
 
 impl RunStatus {
+    /// Every status.
+    pub const ALL: [RunStatus; 6] = [
+        Self::Running,
+        Self::Ok,
+        Self::NeedsReview,
+        Self::Failed,
+        Self::AwaitingApproval,
+        Self::Cancelled,
+    ];
+
     /// The snake_case name.
     pub fn as_str(self) -> &'static str {
         match self {

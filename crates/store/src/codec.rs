@@ -49,15 +49,10 @@ pub(crate) fn from_json<T: DeserializeOwned>(text: &str, what: &str) -> Result<T
 }
 
 pub(crate) fn status_from_sql(s: &str) -> Result<RunStatus, Fail> {
-    [
-        RunStatus::Running,
-        RunStatus::Ok,
-        RunStatus::NeedsReview,
-        RunStatus::Failed,
-    ]
-    .into_iter()
-    .find(|status| status.as_str() == s)
-    .ok_or_else(|| Fail::Data(format!("unknown run status {s:?}")))
+    RunStatus::ALL
+        .into_iter()
+        .find(|status| status.as_str() == s)
+        .ok_or_else(|| Fail::Data(format!("unknown run status {s:?}")))
 }
 
 /// When a lease taken at `now` for `ttl_ms` runs out. Capped at a century,

@@ -97,6 +97,14 @@ impl Assessor for OfflineAssessor {
         let step = request.step;
         let gap = gap_for(&step.description);
         let assessment = match request.outcome {
+            StepOutcome::Failed(f) if step.tool != "search_notes" => {
+                // Not a question the notes answer: name what did not happen.
+                let gap = format!(
+                    "Step {} ({}) did not complete: {}",
+                    step.id, step.tool, f.message
+                );
+                decide(&self.reformulator, request.state, step, gap.clone(), gap)
+            }
             StepOutcome::Failed(f) => decide(
                 &self.reformulator,
                 request.state,

@@ -119,7 +119,11 @@ impl Reformulator {
 
     /// The next query to try for `step`'s sub-question: the first candidate
     /// no step of this run has searched for yet.
+    /// Only search steps have a query to reword.
     pub fn next_query(&self, state: &RunState, step: &Step) -> Option<String> {
+        if step.tool != "search_notes" {
+            return None;
+        }
         let tried: Vec<String> = state
             .plan
             .steps

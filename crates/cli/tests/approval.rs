@@ -1,0 +1,204 @@
+//! Approvals end to end: a run pauses before a side-effect step (and, with
+//! --review, before its plan), `stepwise approve` records the approval bound
+//! to the step's arguments, `stepwise resume` carries on.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::json;
+
+struct Dir(PathBuf);
+
+impl Dir {
+    fn new(name: &str) -> Self {
+        let p =
+            std::env::temp_dir().join(format!("stepwise-approval-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        let plan = json!({"steps": [
+            {"id": "find", "description": "Find the latency budget", "tool": "search_notes",
+             "args": {"query": "latency budget first token"}, "acceptance_criteria": ["a passage"]},
+            {"id": "save", "description": "Save it", "tool": "write_file", "depends_on": ["find"],
+             "args": {"path": "latency.md", "content": "${find.output.results[0].passages[0]}"},
+             "acceptance_criteria": ["written"]}
+        ]});
+        std::fs::write(p.join("plan.json"), plan.to_string()).unwrap();
+        Self(p)
+    }
+}
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+struct Out {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn stepwise(dir: &Dir, args: &[&str]) -> Out {
+    let out = Command::new(env!("CARGO_BIN_EXE_stepwise"))
+        .arg("--db")
+        .arg(dir.0.join("runs.db"))
+        .args(args)
+        .env("USER", "alice")
+        .output()
+        .unwrap();
+    Out {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8(out.stdout).unwrap(),
+        stderr: String::from_utf8(out.stderr).unwrap(),
+    }
+}
+
+fn start(dir: &Dir, run_id: &str, extra: &[&str]) -> Out {
+    let notes = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/notes");
+    let plan = dir.0.join("plan.json");
+    let ws = dir.0.join("ws");
+    let mut args = vec![
+        "run",
+        "Save the latency budget",
+        "--notes",
+        notes.to_str().unwrap(),
+        "--plan",
+        plan.to_str().unwrap(),
+        "--workspace",
+        ws.to_str().unwrap(),
+        "--run-id",
+        run_id,
+        "--quiet",
+    ];
+    args.extend_from_slice(extra);
+    stepwise(dir, &args)
+}
+
+#[test]
+fn a_side_effect_step_waits_for_approve_then_resume() {
+    let dir = Dir::new("step");
+    let paused = start(&dir, "run_a", &[]);
+    assert_eq!(paused.code, 4, "{}", paused.stderr);
+    assert!(
+        paused
+            .stdout
+            .starts_with("# Awaiting approval: Save the latency budget"),
+        "{}",
+        paused.stdout
+    );
+    assert!(paused.stdout.contains("- step save (write_file)"));
+    assert!(
+        !dir.0.join("ws/latency.md").exists(),
+        "nothing written before the approval"
+    );
+
+    let early = stepwise(&dir, &["resume", "run_a", "--quiet"]);
+    assert_eq!(
+        early.code, 4,
+        "resuming without an approval pauses again: {}",
+        early.stderr
+    );
+    assert!(!dir.0.join("ws/latency.md").exists());
+
+    let approved = stepwise(&dir, &["approve", "run_a"]);
+    assert_eq!(approved.code, 0, "{}", approved.stderr);
+    assert!(format!("{}{}", approved.stdout, approved.stderr).contains("stepwise resume run_a"));
+
+    let done = stepwise(&dir, &["resume", "run_a", "--json", "--quiet"]);
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    let v: serde_json::Value = serde_json::from_str(&done.stdout).unwrap();
+    assert_eq!(v["status"], "ok");
+    let granted: Vec<&serde_json::Value> = v["execution_history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "approval_granted")
+        .collect();
+    assert_eq!(granted.len(), 1);
+    assert_eq!(granted[0]["by"], "alice");
+    let written = std::fs::read_to_string(dir.0.join("ws/latency.md")).unwrap();
+    assert!(written.contains("1.5 seconds"), "{written}");
+}
+
+#[test]
+fn with_review_the_plan_is_approved_first_then_the_step() {
+    let dir = Dir::new("review");
+    let paused = start(&dir, "run_r", &["--review"]);
+    assert_eq!(paused.code, 4, "{}", paused.stderr);
+    assert!(
+        paused.stdout.contains("- plan version 1"),
+        "{}",
+        paused.stdout
+    );
+    assert_eq!(stepwise(&dir, &["approve", "run_r"]).code, 0);
+    let at_step = stepwise(&dir, &["resume", "run_r", "--quiet"]);
+    assert_eq!(
+        at_step.code, 4,
+        "now the side-effect step waits: {}",
+        at_step.stdout
+    );
+    assert!(at_step.stdout.contains("- step save (write_file)"));
+    assert_eq!(
+        stepwise(&dir, &["approve", "run_r", "--step", "save"]).code,
+        0
+    );
+    let done = stepwise(&dir, &["resume", "run_r", "--quiet"]);
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    assert!(dir.0.join("ws/latency.md").exists());
+}
+
+#[test]
+fn reject_stops_the_run_for_review_and_nothing_is_written() {
+    let dir = Dir::new("reject");
+    assert_eq!(start(&dir, "run_x", &[]).code, 4);
+    let rejected = stepwise(&dir, &["reject", "run_x", "--reason", "not this file"]);
+    assert_eq!(rejected.code, 3, "{}", rejected.stderr);
+    let resumed = stepwise(&dir, &["resume", "run_x", "--quiet"]);
+    assert_ne!(resumed.code, 0);
+    assert!(!dir.0.join("ws/latency.md").exists());
+}
+
+#[test]
+fn approve_auto_records_the_approval_up_front() {
+    let dir = Dir::new("auto");
+    let out = start(&dir, "run_auto", &["--approve", "auto", "--json"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let granted: Vec<&serde_json::Value> = v["execution_history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "approval_granted")
+        .collect();
+    assert_eq!(granted.len(), 1);
+    assert_eq!(granted[0]["by"], "auto");
+}
+
+#[test]
+fn a_workspace_escape_in_the_plan_fails_the_step_not_the_process() {
+    let dir = Dir::new("escape");
+    let plan = json!({"steps": [
+        {"id": "save", "description": "Escape", "tool": "write_file",
+         "args": {"path": "../../etc/evil", "content": "x"}, "acceptance_criteria": ["written"]}
+    ]});
+    std::fs::write(dir.0.join("plan.json"), plan.to_string()).unwrap();
+    let out = start(&dir, "run_e", &["--approve", "auto", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_ne!(v["status"], "ok");
+    let failed = v["execution_history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["kind"] == "step_failed")
+        .unwrap();
+    assert!(
+        failed["failure"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("without `..`"),
+        "{failed}"
+    );
+    assert!(!dir.0.join("etc").exists());
+}
