@@ -244,6 +244,7 @@ impl<W: Write> Progress<W> {
             }
             K::RunResumed { by, .. } => format!("resumed by {by}"),
             K::RunCancelled { reason } => format!("cancelled: {reason}"),
+            K::ModelCalled { role, exchange } => model_line(role, exchange),
         };
         vec![clip(&line)]
     }
@@ -416,6 +417,31 @@ fn truncate(text: &str, max: usize) -> String {
     let mut cut: String = text.chars().take(max.saturating_sub(1)).collect();
     cut.push('…');
     cut
+}
+
+/// One model call: who asked, what came back, what it cost.
+fn model_line(role: &str, exchange: &stepwise_core::model::ModelExchange) -> String {
+    use stepwise_core::model::ExchangeOutcome;
+    let attempt = if exchange.attempt > 1 {
+        format!(" (attempt {})", exchange.attempt)
+    } else {
+        String::new()
+    };
+    match &exchange.outcome {
+        ExchangeOutcome::Response { response } => format!(
+            "{role}: {} answered{attempt} in {} ms · {} in / {} out tokens",
+            exchange.model,
+            exchange.duration_ms,
+            response.usage.input_tokens,
+            response.usage.output_tokens
+        ),
+        ExchangeOutcome::Error { class, message, .. } => {
+            format!(
+                "{role}: {} failed{attempt} ({class}): {message}",
+                exchange.model
+            )
+        }
+    }
 }
 
 #[cfg(test)]

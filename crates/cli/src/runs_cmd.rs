@@ -602,6 +602,21 @@ fn event_detail(kind: &EventKind) -> String {
             text
         }
         EventKind::RunCancelled { reason } => reason.clone(),
+        EventKind::ModelCalled { role, exchange } => {
+            let what = match &exchange.outcome {
+                stepwise_core::model::ExchangeOutcome::Response { response } => format!(
+                    "ok, {} in / {} out tokens",
+                    response.usage.input_tokens, response.usage.output_tokens
+                ),
+                stepwise_core::model::ExchangeOutcome::Error { message, .. } => {
+                    format!("failed: {message}")
+                }
+            };
+            format!(
+                "{role} → {} (attempt {}): {what}",
+                exchange.model, exchange.attempt
+            )
+        }
     }
 }
 

@@ -301,6 +301,14 @@ pub enum EventKind {
         /// Why.
         reason: String,
     },
+    /// A role called a model: the request and what came back (one event per
+    /// attempt, so retries are on record; replay reads these).
+    ModelCalled {
+        /// The role that called (planner, assessor, …).
+        role: String,
+        /// The exchange.
+        exchange: crate::model::ModelExchange,
+    },
 }
 
 impl EventKind {
@@ -335,6 +343,7 @@ impl EventKind {
             Self::StepInterrupted { .. } => "step_interrupted",
             Self::RunResumed { .. } => "run_resumed",
             Self::RunCancelled { .. } => "run_cancelled",
+            Self::ModelCalled { .. } => "model_called",
         }
     }
 }

@@ -42,6 +42,7 @@ pub mod failure;
 pub mod goal;
 pub mod graph;
 pub mod ids;
+pub mod model;
 pub mod plan;
 pub mod retry;
 pub mod roles;
@@ -58,6 +59,10 @@ pub use event::{Event, EventKind, EventSink, StopCondition};
 pub use failure::{FailureClass, FailureKind, StepFailure};
 pub use goal::{Constraints, Goal, InputError};
 pub use ids::{RunId, StepId};
+pub use model::{
+    ChatModel, ChatRequest, ChatResponse, ChatRole, FinishReason, Message, ModelError,
+    ResponseSchema, ToolCall,
+};
 pub use plan::validate::{Diagnostic, DiagnosticCode, Limits};
 pub use plan::{DraftPlan, Plan, Precondition, Step};
 pub use retry::RetryPolicy;

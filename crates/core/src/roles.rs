@@ -20,13 +20,16 @@ use crate::state::{RunState, StepResult};
 use crate::tool::{DynTool, ToolContext, ToolSpec};
 use crate::usage::Usage;
 
-/// A role's answer and what producing it cost.
+/// A role's answer, what producing it cost, and the model calls it made
+/// (recorded in the run's log, for audits and replay).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Reply<T> {
     /// The answer.
     pub value: T,
     /// Model calls and tokens spent on it.
     pub usage: Usage,
+    /// Every model request and response behind it, retries included.
+    pub exchanges: Vec<crate::model::ModelExchange>,
 }
 
 impl<T> Reply<T> {
@@ -35,6 +38,7 @@ impl<T> Reply<T> {
         Self {
             value,
             usage: Usage::default(),
+            exchanges: Vec::new(),
         }
     }
 }
@@ -86,10 +90,14 @@ pub enum RoleError {
         message: String,
         /// The raw output, if any, for the repairer to see.
         raw: Option<String>,
+        /// Model calls behind it (recorded in the log).
+        exchanges: Vec<crate::model::ModelExchange>,
     },
     /// The role failed (provider down, auth, script exhausted).
     #[error("{role} failed ({class}): {message}")]
     Failed {
+        /// Model calls made before it failed (recorded with the failure).
+        exchanges: Vec<crate::model::ModelExchange>,
         /// Which role.
         role: RoleName,
         /// How to treat it.
@@ -97,6 +105,27 @@ pub enum RoleError {
         /// What went wrong.
         message: String,
     },
+}
+
+impl RoleError {
+    /// A failure with no model calls behind it.
+    pub fn failed(role: RoleName, class: FailureClass, message: impl Into<String>) -> Self {
+        Self::Failed {
+            exchanges: Vec::new(),
+            role,
+            class,
+            message: message.into(),
+        }
+    }
+
+    /// Takes the model calls behind the error, to record them.
+    pub fn take_exchanges(&mut self) -> Vec<crate::model::ModelExchange> {
+        match self {
+            Self::Failed { exchanges, .. } | Self::Malformed { exchanges, .. } => {
+                std::mem::take(exchanges)
+            }
+        }
+    }
 }
 
 /// What the planner is given.

@@ -437,6 +437,8 @@ impl RunState {
                     self.max_steps = *n;
                 }
             }
+            // Recorded for audits and replay; the role's own event carries the usage.
+            EventKind::ModelCalled { .. } => {}
             EventKind::RunCancelled { reason } => {
                 self.status = RunStatus::Cancelled;
                 self.blocked_reason = Some(format!("cancelled: {reason}"));

@@ -322,17 +322,58 @@ impl Run<'_> {
     }
 }
 
-fn role_failure(
-    outer: Result<Reply<DraftPlan>, RoleError>,
-) -> Result<(Value, crate::usage::Usage), RoleError> {
-    match outer {
-        Ok(reply) => Ok((reply.value.0, reply.usage)),
-        // Malformed output is a plan problem: validation reports it and repair gets a chance.
-        Err(RoleError::Malformed { raw, message, .. }) => Ok((
-            Value::String(raw.unwrap_or(message)),
-            crate::usage::Usage::default(),
-        )),
-        Err(e) => Err(e),
+impl Run<'_> {
+    /// Records the model calls behind a role's answer before acting on it.
+    async fn record_calls(
+        &mut self,
+        role: crate::roles::RoleName,
+        exchanges: Vec<crate::model::ModelExchange>,
+    ) -> Result<(), EngineError> {
+        for exchange in exchanges {
+            self.record(EventKind::ModelCalled {
+                role: role.to_string(),
+                exchange,
+            })
+            .await?;
+        }
+        Ok(())
+    }
+
+    /// Unwraps a role's answer, recording its model calls either way.
+    async fn answer<T>(
+        &mut self,
+        role: crate::roles::RoleName,
+        outcome: Result<Reply<T>, RoleError>,
+    ) -> Result<Result<Reply<T>, RoleError>, EngineError> {
+        match outcome {
+            Ok(mut reply) => {
+                let calls = std::mem::take(&mut reply.exchanges);
+                self.record_calls(role, calls).await?;
+                Ok(Ok(reply))
+            }
+            Err(mut e) => {
+                let calls = e.take_exchanges();
+                self.record_calls(role, calls).await?;
+                Ok(Err(e))
+            }
+        }
+    }
+
+    /// A plan-producing role's draft. Malformed output is a plan problem:
+    /// validation reports it and repair gets a chance.
+    async fn draft(
+        &mut self,
+        role: crate::roles::RoleName,
+        outcome: Result<Reply<DraftPlan>, RoleError>,
+    ) -> Result<Result<(Value, crate::usage::Usage), RoleError>, EngineError> {
+        Ok(match self.answer(role, outcome).await? {
+            Ok(reply) => Ok((reply.value.0, reply.usage)),
+            Err(RoleError::Malformed { raw, message, .. }) => Ok((
+                Value::String(raw.unwrap_or(message)),
+                crate::usage::Usage::default(),
+            )),
+            Err(e) => Err(e),
+        })
     }
 }
 
@@ -423,7 +464,8 @@ impl<'e> Run<'e> {
             tools: &self.engine.specs,
             max_steps: self.state.max_steps,
         };
-        let (draft, usage) = match role_failure(self.engine.roles.planner.plan(request).await) {
+        let outcome = self.engine.roles.planner.plan(request).await;
+        let (draft, usage) = match self.draft(crate::roles::RoleName::Planner, outcome).await? {
             Ok(d) => d,
             Err(e) => return Ok(Err(e)),
         };
@@ -486,7 +528,11 @@ impl<'e> Run<'e> {
             state: &self.state,
             attempt,
         };
-        let (draft, usage) = match role_failure(self.engine.roles.repairer.repair(request).await) {
+        let outcome = self.engine.roles.repairer.repair(request).await;
+        let (draft, usage) = match self
+            .draft(crate::roles::RoleName::Repairer, outcome)
+            .await?
+        {
             Ok(d) => d,
             Err(e) => return Ok(Err(e)),
         };
@@ -500,12 +546,15 @@ impl<'e> Run<'e> {
     }
 
     async fn review_plan(&mut self) -> NodeResult {
-        let reply = match self
+        let outcome = self
             .engine
             .roles
             .reviewer
             .review(self.goal()?, &self.state.plan)
-            .await
+            .await;
+        let reply = match self
+            .answer(crate::roles::RoleName::Reviewer, outcome)
+            .await?
         {
             Ok(r) => r,
             Err(e) => return Ok(Err(e)),
@@ -811,6 +860,8 @@ impl<'e> Run<'e> {
                     result: Ok(reply),
                     duration_ms,
                 } => {
+                    self.record_calls(crate::roles::RoleName::StepExecutor, reply.exchanges)
+                        .await?;
                     let result = StepResult {
                         output: reply.value,
                         attempts: attempt,
@@ -897,7 +948,11 @@ impl<'e> Run<'e> {
             step: &step,
             outcome: &outcome,
         };
-        let reply = match self.engine.roles.assessor.assess(request).await {
+        let answer = self.engine.roles.assessor.assess(request).await;
+        let reply = match self
+            .answer(crate::roles::RoleName::Assessor, answer)
+            .await?
+        {
             Ok(r) => r,
             Err(e) => return Ok(Err(e)),
         };
@@ -1002,7 +1057,11 @@ impl<'e> Run<'e> {
             reason: &reason,
             tools: &self.engine.specs,
         };
-        let (draft, usage) = match role_failure(self.engine.roles.replanner.replan(request).await) {
+        let outcome = self.engine.roles.replanner.replan(request).await;
+        let (draft, usage) = match self
+            .draft(crate::roles::RoleName::Replanner, outcome)
+            .await?
+        {
             Ok(d) => d,
             Err(e) => return Ok(Err(e)),
         };
@@ -1018,7 +1077,11 @@ impl<'e> Run<'e> {
     }
 
     async fn synthesize_report(&mut self) -> NodeResult {
-        let reply = match self.engine.roles.synthesizer.synthesize(&self.state).await {
+        let outcome = self.engine.roles.synthesizer.synthesize(&self.state).await;
+        let reply = match self
+            .answer(crate::roles::RoleName::Synthesizer, outcome)
+            .await?
+        {
             Ok(r) => r,
             Err(e) => return Ok(Err(e)),
         };

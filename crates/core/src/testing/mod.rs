@@ -64,11 +64,7 @@ impl<T> Script<T> {
 }
 
 fn exhausted(role: RoleName) -> RoleError {
-    RoleError::Failed {
-        role,
-        class: FailureClass::Fatal,
-        message: "the script has no more answers".to_owned(),
-    }
+    RoleError::failed(role, FailureClass::Fatal, "the script has no more answers")
 }
 
 /// A planner that replays drafts.

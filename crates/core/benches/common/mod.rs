@@ -1,0 +1,134 @@
+//! Shared by the engine benches: instant scripted roles (so only the engine
+//! is measured), tools with a fixed latency, and the plan shapes of the
+//! benchmark issue.
+#![allow(
+    dead_code,
+    unreachable_pub,
+    missing_debug_implementations,
+    clippy::unwrap_used,
+    clippy::expect_used
+)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::Value;
+use stepwise_core::roles::{PlanRequest, Planner, Reply, RoleError, Synthesizer};
+use stepwise_core::testing::{FnTool, ScriptedAssessor, ScriptedRepairer, ScriptedReplanner};
+use stepwise_core::{
+    DraftPlan, Engine, Report, Roles, RunConfig, RunState, RunStatus, Step, ToolRegistry,
+};
+
+/// A planner that answers every run with the same draft, instantly.
+pub struct FixedPlanner(pub DraftPlan);
+
+#[async_trait]
+impl Planner for FixedPlanner {
+    async fn plan(&self, _request: PlanRequest<'_>) -> Result<Reply<DraftPlan>, RoleError> {
+        Ok(Reply::free(self.0.clone()))
+    }
+}
+
+/// A synthesizer that answers with a constant report, instantly.
+pub struct InstantSynthesizer;
+
+#[async_trait]
+impl Synthesizer for InstantSynthesizer {
+    async fn synthesize(&self, _state: &RunState) -> Result<Reply<Report>, RoleError> {
+        Ok(Reply::free(Report {
+            text: "done".to_owned(),
+            evidence: Vec::new(),
+        }))
+    }
+}
+
+/// Tool `work`: returns `null` after `latency` (none: at once, without
+/// touching the timer).
+pub fn work_tool(latency: Option<Duration>) -> FnTool {
+    FnTool::new("work", move |_args| {
+        Box::pin(async move {
+            if let Some(latency) = latency {
+                tokio::time::sleep(latency).await;
+            }
+            Ok(Value::Null)
+        })
+    })
+}
+
+fn step(id: String) -> Step {
+    Step::new(id, "bench step", "work").accept("done")
+}
+
+/// `s0 -> s1 -> ... -> s{n-1}`.
+pub fn sequential(n: usize) -> Vec<Step> {
+    (0..n)
+        .map(|i| {
+            let s = step(format!("s{i}"));
+            if i == 0 {
+                s
+            } else {
+                s.after([format!("s{}", i - 1)])
+            }
+        })
+        .collect()
+}
+
+/// `k` independent steps, then one `join` depending on all of them.
+pub fn fan_out(k: usize) -> Vec<Step> {
+    let mut steps: Vec<Step> = (0..k).map(|i| step(format!("f{i}"))).collect();
+    steps.push(step("join".to_owned()).after((0..k).map(|i| format!("f{i}"))));
+    steps
+}
+
+/// `layers` layers of `width` steps; every step depends on every step of the
+/// layer before.
+pub fn layered(layers: usize, width: usize) -> Vec<Step> {
+    let mut steps = Vec::new();
+    for l in 0..layers {
+        for w in 0..width {
+            let s = step(format!("l{l}_{w}"));
+            steps.push(if l == 0 {
+                s
+            } else {
+                s.after((0..width).map(|p| format!("l{}_{p}", l - 1)))
+            });
+        }
+    }
+    steps
+}
+
+/// An engine that runs `plan` for every goal with a `work` tool of this
+/// latency, `concurrency` steps in flight at most.
+pub fn engine(plan: Vec<Step>, latency: Option<Duration>, concurrency: usize) -> Engine {
+    let n = plan.len();
+    let roles = Roles::new(
+        Arc::new(FixedPlanner(DraftPlan::from_steps(plan))),
+        Arc::new(ScriptedRepairer::new([])),
+        Arc::new(ScriptedAssessor::new([])),
+        Arc::new(ScriptedReplanner::new([])),
+        Arc::new(InstantSynthesizer),
+    );
+    let mut tools = ToolRegistry::new();
+    tools.register_dyn(Arc::new(work_tool(latency)));
+    let config = RunConfig {
+        max_steps: n,
+        concurrency,
+        ..RunConfig::default()
+    };
+    Engine::new(roles, tools, config).expect("the bench tool's schema compiles")
+}
+
+/// Panics unless the run finished with every one of its `n` steps done.
+pub fn check(state: &RunState, n: usize) {
+    assert_eq!(state.status, RunStatus::Ok, "{:?}", state.blocked_reason);
+    assert_eq!(state.step_results.len(), n);
+}
+
+/// A multi-threaded runtime with one worker per core, as `#[tokio::main]` builds.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+}
