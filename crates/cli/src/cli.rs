@@ -40,6 +40,9 @@ pub(crate) enum Command {
     Reject(RejectArgs),
     /// Cancel a run that is not being worked on.
     Cancel(CancelArgs),
+    /// Run a recorded run again against its recorded model responses (zero
+    /// network calls) and check it reaches the same output.
+    Replay(ReplayArgs),
     /// Check plan files and print the plan format.
     #[command(subcommand)]
     Plan(PlanCommand),
@@ -136,6 +139,16 @@ pub(crate) struct RunArgs {
     #[arg(long, value_name = "FILE")]
     pub(crate) plan: Option<PathBuf>,
 
+    /// The model behind the roles: `offline` (default; no model),
+    /// `openai:MODEL`, `anthropic:MODEL`, `ollama:MODEL` or `script:FILE`.
+    /// Also from STEPWISE_MODEL or `model` in stepwise.toml.
+    #[arg(long, value_name = "SPEC")]
+    pub(crate) model: Option<String>,
+
+    /// Folder of prompt templates overriding the built-in ones (see docs/models.md).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) prompts: Option<PathBuf>,
+
     /// Use this run id (for scripts and tests); default: a fresh one.
     #[arg(long, value_name = "ID", hide = true)]
     pub(crate) run_id: Option<String>,
@@ -189,6 +202,19 @@ pub(crate) struct ResumeArgs {
 
     #[command(flatten)]
     pub(crate) output: OutputArgs,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ReplayArgs {
+    /// The run id.
+    #[arg(value_name = "RUN")]
+    pub(crate) run: String,
+    /// Print the comparison as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// No progress on stderr.
+    #[arg(long, short)]
+    pub(crate) quiet: bool,
 }
 
 #[derive(Debug, Args)]

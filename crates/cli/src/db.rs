@@ -69,7 +69,7 @@ pub(crate) fn person() -> String {
 /// are async; the inspection commands need nothing more).
 pub(crate) fn block_on<F: std::future::Future>(future: F) -> anyhow::Result<F::Output> {
     let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
+        .enable_all()
         .build()
         .map_err(|e| anyhow!("cannot start the async runtime: {e}"))?;
     Ok(runtime.block_on(future))

@@ -9,11 +9,13 @@
 
 mod act_cmd;
 mod cli;
+mod config;
 mod db;
 mod input;
 mod output;
 mod plan_cmd;
 mod progress;
+mod replay_cmd;
 mod run_cmd;
 mod runs_cmd;
 mod session;
@@ -27,7 +29,10 @@ use crate::cli::{Cli, Command, PlanCommand};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let is_run = matches!(cli.command, Command::Run(_) | Command::Resume(_));
+    let is_run = matches!(
+        cli.command,
+        Command::Run(_) | Command::Resume(_) | Command::Replay(_)
+    );
     let db = cli.db.as_ref();
     let result = match &cli.command {
         Command::Run(args) => run_cmd::run(args, db),
@@ -37,6 +42,7 @@ fn main() -> ExitCode {
         Command::Approve(args) => act_cmd::approve(args, db),
         Command::Reject(args) => act_cmd::reject(args, db),
         Command::Cancel(args) => act_cmd::cancel(args, db),
+        Command::Replay(args) => replay_cmd::replay(args, db),
         Command::Plan(PlanCommand::Validate(args)) => plan_cmd::validate(args),
         Command::Plan(PlanCommand::Schema) => plan_cmd::schema(),
         Command::Tools(args) => tools_cmd::list(args),

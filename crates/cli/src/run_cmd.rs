@@ -53,7 +53,19 @@ pub(crate) fn run(args: &RunArgs, db_flag: Option<&PathBuf>) -> anyhow::Result<E
         Some(path) => Some(read_json(path).map_err(usage)?.value),
         None => None,
     };
+    let cwd = std::env::current_dir()
+        .map_err(|e| usage(anyhow!("cannot read the current directory: {e}")))?;
+    let config = crate::config::Config::load(&cwd)?;
+    let mut model = config.model_spec(args.model.as_deref());
+    if let Some(file) = model.strip_prefix("script:") {
+        // Recorded absolute, so a resume from another directory finds it.
+        model = format!("script:{}", absolute(&PathBuf::from(file))?.display());
+    }
+    // Fail on a bad model spec or a missing key before anything is recorded.
+    config.model(&model, &cwd)?;
     let host = Host {
+        model,
+        prompts: args.prompts.as_ref().map(absolute).transpose()?,
         notes: absolute(&args.notes)?,
         workspace: args.workspace.as_ref().map(absolute).transpose()?,
         concurrency: args.concurrency,

@@ -11,6 +11,7 @@ use anyhow::{Context, anyhow};
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use stepwise_core::ChatModel;
 use stepwise_core::engine::{
     ApprovalDecision, ApprovalRequest, ApproveAll, Approver, DeferToPerson,
 };
@@ -20,10 +21,13 @@ use stepwise_core::{
     DraftPlan, Engine, EngineError, Goal, Lease, Plan, RunConfig, RunLease, RunState, RunStatus,
     StepStatus, StoreSink, ToolRegistry,
 };
+use stepwise_llm::call::CallPolicy;
+use stepwise_llm::roles::{Prompts, llm_roles};
 use stepwise_store::SqliteStore;
 use stepwise_tools::notes::Corpus;
 
 use crate::cli::{ApproveMode, OutputArgs};
+use crate::config::Config;
 use crate::db::{self, LEASE_TTL_MS};
 use crate::output;
 use crate::progress::{Mode, Progress};
@@ -53,6 +57,16 @@ pub(crate) struct Host {
     /// Whether the plan is reviewed before it runs.
     #[serde(default)]
     pub(crate) review: bool,
+    /// The model behind the roles (`offline`, `openai:…`, `script:/abs/file`, …).
+    #[serde(default = "offline")]
+    pub(crate) model: String,
+    /// Prompt templates overriding the built-in ones.
+    #[serde(default)]
+    pub(crate) prompts: Option<PathBuf>,
+}
+
+fn offline() -> String {
+    "offline".to_owned()
 }
 
 impl Host {
@@ -231,6 +245,43 @@ impl Session {
         approve: ApproveMode,
         quiet: bool,
     ) -> anyhow::Result<Session> {
+        let cwd = std::env::current_dir().context("cannot read the current directory")?;
+        let model = Config::load(&cwd)?.model(&host.model, &cwd)?;
+        Self::build(store, run, host, approve, quiet, model, None).await
+    }
+
+    /// Builds the engine for a replay: the recorded model, recorded side effects.
+    pub(crate) async fn open_replay(
+        store: Arc<SqliteStore>,
+        run: &stepwise_core::RunId,
+        host: &Host,
+        model: Arc<stepwise_llm::replay::ReplayModel>,
+        original: &RunState,
+        quiet: bool,
+    ) -> anyhow::Result<Session> {
+        let model: Option<Arc<dyn ChatModel>> =
+            (host.model != "offline").then_some(model as Arc<dyn ChatModel>);
+        Self::build(
+            store,
+            run,
+            host,
+            ApproveMode::Auto,
+            quiet,
+            model,
+            Some(original),
+        )
+        .await
+    }
+
+    async fn build(
+        store: Arc<SqliteStore>,
+        run: &stepwise_core::RunId,
+        host: &Host,
+        approve: ApproveMode,
+        quiet: bool,
+        model: Option<Arc<dyn ChatModel>>,
+        replay_of: Option<&RunState>,
+    ) -> anyhow::Result<Session> {
         let lease = db::take_lease(store.as_ref(), run).await?;
         let corpus = Arc::new(load_corpus(&host.notes, quiet)?);
         let mut tools = ToolRegistry::new();
@@ -244,8 +295,26 @@ impl Session {
             })?;
             tools.register(tool);
         }
-        let tools = slowed(tools);
-        let mut roles = stepwise_llm::offline::roles(corpus);
+        let tools = match replay_of {
+            Some(original) => crate::replay_cmd::without_side_effects(slowed(tools), original),
+            None => slowed(tools),
+        };
+        let mut roles = match &model {
+            None => stepwise_llm::offline::roles(corpus),
+            Some(model) => {
+                let prompts = match &host.prompts {
+                    Some(dir) => Prompts::from_dir(dir).map_err(|e| {
+                        anyhow::Error::new(UsageError(anyhow!("--prompts {}: {e}", dir.display())))
+                    })?,
+                    None => Prompts::embedded(),
+                };
+                let mut policy = CallPolicy::default();
+                if replay_of.is_some() {
+                    policy.retry.max_delay_ms = 0; // nothing to wait for: the answers are on record
+                }
+                llm_roles(Arc::clone(model), policy, prompts)
+            }
+        };
         if let Some(plan) = &host.plan {
             roles.planner = Arc::new(GivenPlan(plan.clone()));
         }
@@ -325,16 +394,39 @@ impl Session {
     }
 }
 
+/// What the run's model calls cost, if `stepwise.toml` has a price for the model.
+fn cost(state: &RunState) -> Option<(String, f64)> {
+    let host = Host::of(state).ok()?;
+    let cwd = std::env::current_dir().ok()?;
+    let price = Config::load(&cwd).ok()?.price(&host.model)?;
+    Some((host.model, price.cost(&state.usage)))
+}
+
 /// Prints the run's output and maps its status to the exit code.
 pub(crate) fn finish(state: &RunState, out: &OutputArgs) -> anyhow::Result<ExitCode> {
+    let cost = cost(state);
     let text = if out.json {
-        let mut json = serde_json::to_string_pretty(&state.final_output())
-            .context("cannot encode the output")?;
+        let mut value =
+            serde_json::to_value(state.final_output()).context("cannot encode the output")?;
+        if let (Some((model, usd)), Value::Object(map)) = (&cost, &mut value) {
+            map.insert(
+                "cost".to_owned(),
+                serde_json::json!({"model": model, "usd": usd}),
+            );
+        }
+        let mut json = serde_json::to_string_pretty(&value).context("cannot encode the output")?;
         json.push('\n');
         json
     } else {
         markdown(state)
     };
+    if let (Some((model, usd)), false) = (&cost, out.quiet) {
+        let u = &state.usage;
+        output::note(&format!(
+            "{model}: {} calls, {} in / {} out tokens, ${usd:.4}",
+            u.llm_calls, u.input_tokens, u.output_tokens
+        ));
+    }
     match &out.out {
         Some(path) => {
             std::fs::write(path, &text)

@@ -7,7 +7,12 @@
 //!
 //! `cargo bench -p stepwise-core --bench rss` (all of 100, 1,000, 10,000), or
 //! `STEPWISE_RSS_RUNS=10000 cargo bench -p stepwise-core --bench rss` for one.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::panic
+)]
 
 mod common;
 

@@ -232,6 +232,16 @@ pub enum ModelError {
     /// A scripted or replayed model has no answer for this request.
     #[error("{0}")]
     Script(String),
+    /// An error as it was recorded, played back by a replay.
+    #[error("{message}")]
+    Replayed {
+        /// Its class when it happened.
+        class: FailureClass,
+        /// Its message when it happened.
+        message: String,
+        /// Its Retry-After, if any.
+        retry_after_ms: Option<u64>,
+    },
 }
 
 fn retry_hint(ms: Option<u64>) -> String {
@@ -255,13 +265,16 @@ impl ModelError {
             | Self::Malformed(_)
             | Self::Config(_)
             | Self::Script(_) => FailureClass::Persistent,
+            Self::Replayed { class, .. } => *class,
         }
     }
 
     /// The delay the provider asked for, if any.
     pub fn retry_after_ms(&self) -> Option<u64> {
         match self {
-            Self::RateLimited { retry_after_ms } => *retry_after_ms,
+            Self::RateLimited { retry_after_ms } | Self::Replayed { retry_after_ms, .. } => {
+                *retry_after_ms
+            }
             _ => None,
         }
     }

@@ -71,6 +71,13 @@ pub struct StepResult {
     pub duration_ms: u64,
 }
 
+/// References resolve against the recorded results, borrowed.
+impl crate::plan::args::Outputs for BTreeMap<StepId, StepResult> {
+    fn output(&self, step: &StepId) -> Option<&Value> {
+        self.get(step).map(|r| &r.output)
+    }
+}
+
 /// An event that does not fit the state it is applied to: a bug or a corrupt log.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum StateError {
@@ -168,6 +175,9 @@ pub struct RunState {
     /// Settings of the program that started the run (see `run_started`).
     #[serde(default, skip_serializing_if = "Value::is_null")]
     pub host: Value,
+    /// Where the plan's steps sit, for lookups by id: a cache, not state.
+    #[serde(skip)]
+    pub(crate) index: crate::scheduler::PlanIndex,
 }
 
 fn push_unique(list: &mut Vec<String>, item: &str) {
@@ -210,10 +220,11 @@ impl RunState {
         id: &StepId,
         to: StepStatus,
     ) -> Result<&mut crate::plan::Step, StateError> {
-        let step = self
-            .plan
-            .step_mut(id)
+        let at = self
+            .index
+            .position(&self.plan, id)
             .ok_or_else(|| StateError::UnknownStep(id.clone()))?;
+        let step = &mut self.plan.steps[at];
         step.status = step
             .status
             .transition(to)
@@ -249,8 +260,23 @@ impl RunState {
         Ok(())
     }
 
-    /// Applies one event. The only way state changes.
+    /// Applies one event. The only way state changes. An event that does
+    /// not fit is refused before anything changes.
     pub fn apply(&mut self, event: &Event) -> Result<(), StateError> {
+        self.fold(event)?;
+        self.execution_history.push(event.clone());
+        Ok(())
+    }
+
+    /// [`apply`](Self::apply), keeping the event instead of a copy of it.
+    pub(crate) fn apply_owned(&mut self, event: Event) -> Result<(), StateError> {
+        self.fold(&event)?;
+        self.execution_history.push(event);
+        Ok(())
+    }
+
+    /// Everything `apply` does but recording the event in the history.
+    fn fold(&mut self, event: &Event) -> Result<(), StateError> {
         let expected = self.execution_history.len() as u64 + 1;
         if event.seq != expected {
             return Err(StateError::Sequence {
@@ -448,7 +474,6 @@ impl RunState {
             let elapsed = (event.at - first.at).num_milliseconds();
             self.usage.wall_time_ms = u64::try_from(elapsed).unwrap_or(0);
         }
-        self.execution_history.push(event.clone());
         Ok(())
     }
 

@@ -267,7 +267,8 @@ impl EventSink for StoreSink {
 /// A store in memory: for tests, and for runs that need no durability.
 #[derive(Debug, Default)]
 pub struct MemoryStore {
-    runs: Mutex<BTreeMap<RunId, (Vec<Event>, RunState)>>,
+    /// Each run's folded state; its `execution_history` is the run's log.
+    runs: Mutex<BTreeMap<RunId, RunState>>,
     leases: Mutex<BTreeMap<RunId, Lease>>,
     fences: Mutex<BTreeMap<RunId, u64>>,
     idempotency: Mutex<BTreeMap<String, IdempotencyRecord>>,
@@ -307,24 +308,34 @@ impl Store for MemoryStore {
                 }
             }
             let mut runs = self.runs.lock().map_err(|_| poisoned())?;
-            let (log, state) = runs.get(run).cloned().unwrap_or_default();
-            let (mut log, mut state) = (log, state);
+            let last_seq = runs
+                .get(run)
+                .map_or(0, |s| s.execution_history.len() as u64);
             let first_seq = events.first().map_or(0, |e| e.seq);
-            if first_seq != log.len() as u64 + 1 {
+            if first_seq != last_seq + 1 {
                 return Err(StoreError::Conflict {
                     run: run.clone(),
-                    last_seq: log.len() as u64,
+                    last_seq,
                     first_seq,
                 });
             }
-            for e in events {
-                state.apply(e).map_err(|source| StoreError::Invalid {
-                    run: run.clone(),
-                    source,
-                })?;
-                log.push(e.clone());
+            let invalid = |source| StoreError::Invalid {
+                run: run.clone(),
+                source,
+            };
+            match (runs.get_mut(run), events) {
+                // One event (what the engine's sink appends) folds in place:
+                // `apply` refuses an event before changing anything.
+                (Some(state), [event]) => state.apply(event).map_err(invalid)?,
+                // Several fold onto a copy, so the append is all or nothing.
+                _ => {
+                    let mut state = runs.get(run).cloned().unwrap_or_default();
+                    for e in events {
+                        state.apply(e).map_err(invalid)?;
+                    }
+                    runs.insert(run.clone(), state);
+                }
             }
-            runs.insert(run.clone(), (log, state));
             Ok(())
         })
     }
@@ -333,7 +344,7 @@ impl Store for MemoryStore {
         Box::pin(async move {
             let runs = self.runs.lock().map_err(|_| poisoned())?;
             runs.get(run)
-                .map(|(log, _)| log.clone())
+                .map(|s| s.execution_history.clone())
                 .ok_or_else(|| StoreError::NotFound(run.clone()))
         })
     }
@@ -342,7 +353,7 @@ impl Store for MemoryStore {
         Box::pin(async move {
             let runs = self.runs.lock().map_err(|_| poisoned())?;
             runs.get(run)
-                .map(|(_, s)| s.clone())
+                .cloned()
                 .ok_or_else(|| StoreError::NotFound(run.clone()))
         })
     }
@@ -350,7 +361,7 @@ impl Store for MemoryStore {
     fn list_runs(&self) -> BoxFuture<'_, Result<Vec<RunSummary>, StoreError>> {
         Box::pin(async move {
             let runs = self.runs.lock().map_err(|_| poisoned())?;
-            let mut out: Vec<RunSummary> = runs.values().map(|(_, s)| RunSummary::of(s)).collect();
+            let mut out: Vec<RunSummary> = runs.values().map(RunSummary::of).collect();
             out.sort_by(|a, b| {
                 b.started_at
                     .cmp(&a.started_at)

@@ -3,4 +3,10 @@
 //! reformulate failed queries and write an extractive, cited brief — no
 //! model, no network, the same output for the same input.
 
+pub mod call;
 pub mod offline;
+pub mod providers;
+pub mod replay;
+pub mod roles;
+pub mod script;
+pub mod structured;

@@ -13,11 +13,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use serde_json::Value;
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
 use stepwise_core::roles::{PlanRequest, Planner, Reply, RoleError, Synthesizer};
-use stepwise_core::testing::{FnTool, ScriptedAssessor, ScriptedRepairer, ScriptedReplanner};
+use stepwise_core::testing::{ScriptedAssessor, ScriptedRepairer, ScriptedReplanner};
 use stepwise_core::{
-    DraftPlan, Engine, Report, Roles, RunConfig, RunState, RunStatus, Step, ToolRegistry,
+    DraftPlan, DynTool, Engine, Report, Roles, RunConfig, RunState, RunStatus, Step, ToolContext,
+    ToolError, ToolRegistry, ToolSpec,
 };
 
 /// A planner that answers every run with the same draft, instantly.
@@ -43,17 +45,48 @@ impl Synthesizer for InstantSynthesizer {
     }
 }
 
-/// Tool `work`: returns `null` after `latency` (none: at once, without
-/// touching the timer).
-pub fn work_tool(latency: Option<Duration>) -> FnTool {
-    FnTool::new("work", move |_args| {
+/// A tool that returns `null` after a fixed latency (none: at once, without
+/// touching the timer). Unlike the testing `FnTool` it keeps no call log, so
+/// it adds nothing to a run's memory.
+pub struct LatencyTool {
+    spec: ToolSpec,
+    latency: Option<Duration>,
+}
+
+impl LatencyTool {
+    pub fn new(name: &str, latency: Option<Duration>) -> Self {
+        Self {
+            spec: ToolSpec {
+                name: name.to_owned(),
+                description: format!("returns null after {latency:?}"),
+                args_schema: json!({"type": "object"}),
+                side_effect: false,
+                idempotent: true,
+                timeout_ms: None,
+            },
+            latency,
+        }
+    }
+}
+
+impl DynTool for LatencyTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn call_json(
+        &self,
+        _ctx: ToolContext,
+        _args: Value,
+    ) -> BoxFuture<'_, Result<Value, ToolError>> {
+        let latency = self.latency;
         Box::pin(async move {
             if let Some(latency) = latency {
                 tokio::time::sleep(latency).await;
             }
             Ok(Value::Null)
         })
-    })
+    }
 }
 
 fn step(id: String) -> Step {
@@ -74,10 +107,13 @@ pub fn sequential(n: usize) -> Vec<Step> {
         .collect()
 }
 
-/// `k` independent steps, then one `join` depending on all of them.
+/// `k` independent steps, then one instant `join` step (tool `noop`)
+/// depending on all of them.
 pub fn fan_out(k: usize) -> Vec<Step> {
     let mut steps: Vec<Step> = (0..k).map(|i| step(format!("f{i}"))).collect();
-    steps.push(step("join".to_owned()).after((0..k).map(|i| format!("f{i}"))));
+    let mut join = step("join".to_owned()).after((0..k).map(|i| format!("f{i}")));
+    join.tool = "noop".to_owned();
+    steps.push(join);
     steps
 }
 
@@ -99,7 +135,7 @@ pub fn layered(layers: usize, width: usize) -> Vec<Step> {
 }
 
 /// An engine that runs `plan` for every goal with a `work` tool of this
-/// latency, `concurrency` steps in flight at most.
+/// latency and an instant `noop` tool, `concurrency` steps in flight at most.
 pub fn engine(plan: Vec<Step>, latency: Option<Duration>, concurrency: usize) -> Engine {
     let n = plan.len();
     let roles = Roles::new(
@@ -110,7 +146,8 @@ pub fn engine(plan: Vec<Step>, latency: Option<Duration>, concurrency: usize) ->
         Arc::new(InstantSynthesizer),
     );
     let mut tools = ToolRegistry::new();
-    tools.register_dyn(Arc::new(work_tool(latency)));
+    tools.register_dyn(Arc::new(LatencyTool::new("work", latency)));
+    tools.register_dyn(Arc::new(LatencyTool::new("noop", None)));
     let config = RunConfig {
         max_steps: n,
         concurrency,

@@ -11,7 +11,7 @@ use super::{NodeResult, Run};
 use crate::event::EventKind;
 use crate::graph::Node;
 use crate::ids::{RunId, StepId};
-use crate::plan::args::resolve_value;
+use crate::plan::args::resolve_value_in;
 use crate::state::RunStatus;
 use crate::tool::ToolSpec;
 
@@ -109,17 +109,19 @@ pub(super) enum Gate {
 impl Run<'_> {
     /// Checks, and if needed asks for, the approval of a side-effect step.
     pub(super) async fn approval_gate(&mut self, id: &StepId) -> Result<Gate, super::EngineError> {
-        let Some(step) = self.state.plan.step(id).cloned() else {
+        let Some(step) = self.state.index.find(&self.state.plan, id) else {
             return Ok(Gate::Open);
         };
-        let Some(tool) = self.engine.tools.get(&step.tool).cloned() else {
+        let Some(tool) = self.engine.tools.get(&step.tool) else {
             return Ok(Gate::Open); // dispatch reports the unknown tool
         };
         let spec = tool.spec();
         if !spec.side_effect {
             return Ok(Gate::Open);
         }
-        let Ok(args) = resolve_value(&Value::Object(step.args.clone()), &self.state.outputs())
+        let step = step.clone();
+        let Ok(args) =
+            resolve_value_in(&Value::Object(step.args.clone()), &self.state.step_results)
         else {
             return Ok(Gate::Open); // dispatch reports the bad reference
         };

@@ -21,7 +21,7 @@ use crate::failure::{FailureClass, FailureKind, StepFailure};
 use crate::goal::{Constraints, Goal};
 use crate::graph::{Node, is_edge};
 use crate::ids::{RunId, StepId};
-use crate::plan::args::resolve_value;
+use crate::plan::args::resolve_value_in;
 use crate::plan::validate::{Limits, validate};
 use crate::plan::{DraftPlan, Plan, Step};
 use crate::retry::RetryPolicy;
@@ -30,7 +30,7 @@ use crate::roles::{
     Repairer, ReplanRequest, Replanner, Reply, ReviewDecision, Reviewer, RoleError, StepContext,
     StepExecutor, StepOutcome, Synthesizer, ToolCallExecutor, Verdict,
 };
-use crate::scheduler::{blocked_dependants, check_precondition, ready_steps};
+use crate::scheduler::{blocked_dependants, check_precondition_in};
 use crate::state::{RunState, StateError, StepResult};
 use crate::step_status::StepStatus;
 use crate::store::{IdempotencyLog, IdempotencyRecord};
@@ -401,9 +401,11 @@ impl<'e> Run<'e> {
             at: Utc::now(),
             kind,
         };
-        self.state.apply(&event)?;
-        for sink in &self.engine.sinks {
-            sink.record(&self.state.run_id, &event).await?;
+        self.state.apply_owned(event)?;
+        if let Some(event) = self.state.execution_history.last() {
+            for sink in &self.engine.sinks {
+                sink.record(&self.state.run_id, event).await?;
+            }
         }
         Ok(())
     }
@@ -594,7 +596,7 @@ impl<'e> Run<'e> {
 
     async fn select_next_step(&mut self) -> NodeResult {
         if self.held.is_none() {
-            for id in ready_steps(&self.state.plan) {
+            for id in self.state.index.ready(&self.state.plan) {
                 if self.in_flight.len() + self.immediate.len()
                     >= self.engine.config.concurrency.max(1)
                 {
@@ -611,7 +613,11 @@ impl<'e> Run<'e> {
                         break;
                     }
                 }
-                let attempt = self.state.plan.step(&id).map_or(1, |s| s.attempts + 1);
+                let attempt = self
+                    .state
+                    .index
+                    .find(&self.state.plan, &id)
+                    .map_or(1, |s| s.attempts + 1);
                 self.record(EventKind::StepStarted {
                     step: id.clone(),
                     attempt,
@@ -659,11 +665,10 @@ impl<'e> Run<'e> {
     async fn start_attempt(&mut self, id: &StepId, attempt: u32) -> Result<(), EngineError> {
         let step = self
             .state
-            .plan
-            .step(id)
-            .cloned()
+            .index
+            .find(&self.state.plan, id)
             .ok_or_else(|| EngineError::Invariant(format!("dispatch of unknown step {id}")))?;
-        match self.prepare_context(&step) {
+        match self.prepare_context(step) {
             Err(failure) => {
                 self.immediate.push_back(Completion {
                     step: id.clone(),
@@ -688,7 +693,7 @@ impl<'e> Run<'e> {
                         key: context.tool_context.idempotency_key.clone(),
                         run: self.state.run_id.clone(),
                         step: id.clone(),
-                        args_hash: args_hash(&step.tool, &context.args),
+                        args_hash: args_hash(&context.step.tool, &context.args),
                         outcome: None,
                     };
                     log.begin(&record).await.map_err(|e| {
@@ -735,9 +740,10 @@ impl<'e> Run<'e> {
     fn prepare_context(&self, step: &Step) -> Result<Prepared, StepFailure> {
         let persistent =
             |kind, message: String| StepFailure::new(FailureClass::Persistent, kind, message);
-        let outputs = self.state.outputs();
+        // Borrowed, not copied: references read the recorded results.
+        let outputs = &self.state.step_results;
         for (i, p) in step.preconditions.iter().enumerate() {
-            check_precondition(p, &outputs).map_err(|why| {
+            check_precondition_in(p, outputs).map_err(|why| {
                 persistent(
                     FailureKind::PreconditionFailed,
                     format!("precondition {}: {why}", i + 1),
@@ -751,7 +757,7 @@ impl<'e> Run<'e> {
             )
         })?;
         let spec = tool.spec();
-        let args = resolve_value(&Value::Object(step.args.clone()), &outputs)
+        let args = resolve_value_in(&Value::Object(step.args.clone()), outputs)
             .map_err(|e| persistent(FailureKind::ArgResolution, e.to_string()))?;
         // The gate in select_next_step asked for this approval; never run without it.
         if spec.side_effect
@@ -781,11 +787,11 @@ impl<'e> Run<'e> {
             .depends_on
             .iter()
             .filter_map(|d| {
-                let dep = self.state.plan.step(d)?;
+                let dep = self.state.index.find(&self.state.plan, d)?;
                 Some(DependencyOutput {
                     step: d.clone(),
                     description: dep.description.clone(),
-                    output: outputs.get(d)?.clone(),
+                    output: outputs.get(d)?.output.clone(),
                 })
             })
             .collect();
@@ -939,13 +945,12 @@ impl<'e> Run<'e> {
         })?;
         let step = self
             .state
-            .plan
-            .step(&id)
-            .cloned()
+            .index
+            .find(&self.state.plan, &id)
             .ok_or_else(|| EngineError::Invariant(format!("assessing unknown step {id}")))?;
         let request = AssessRequest {
             state: &self.state,
-            step: &step,
+            step,
             outcome: &outcome,
         };
         let answer = self.engine.roles.assessor.assess(request).await;

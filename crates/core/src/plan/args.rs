@@ -242,14 +242,29 @@ fn walk_strings(value: &Value, f: &mut impl FnMut(&str)) {
     }
 }
 
+/// Finished steps' outputs, by step id: what references resolve against.
+/// Implemented for a map of outputs and for the run state's map of results,
+/// so the engine resolves references by borrowing its results instead of
+/// copying every output at each dispatch.
+pub(crate) trait Outputs {
+    /// The output of `step`, if it succeeded.
+    fn output(&self, step: &StepId) -> Option<&Value>;
+}
+
+impl Outputs for BTreeMap<StepId, Value> {
+    fn output(&self, step: &StepId) -> Option<&Value> {
+        self.get(step)
+    }
+}
+
 /// Looks a parsed reference up in the outputs of finished steps.
-fn lookup<'a>(
+fn lookup<'a, O: Outputs + ?Sized>(
     r: &ArgRef,
     text: &str,
-    outputs: &'a BTreeMap<StepId, Value>,
+    outputs: &'a O,
 ) -> Result<&'a Value, ResolveError> {
     let mut current = outputs
-        .get(&r.step)
+        .output(&r.step)
         .ok_or_else(|| ResolveError::NoResult(r.step.clone()))?;
     let mut walked = String::from("output");
     for seg in &r.path {
@@ -278,13 +293,29 @@ pub fn resolve_reference(
     text: &str,
     outputs: &BTreeMap<StepId, Value>,
 ) -> Result<Value, ResolveError> {
-    resolve_value(&Value::String(text.to_owned()), outputs)
+    resolve_reference_in(text, outputs)
+}
+
+/// [`resolve_reference`] against any [`Outputs`].
+pub(crate) fn resolve_reference_in<O: Outputs + ?Sized>(
+    text: &str,
+    outputs: &O,
+) -> Result<Value, ResolveError> {
+    resolve_value_in(&Value::String(text.to_owned()), outputs)
 }
 
 /// Replaces every reference in `value` with the referenced output.
 pub fn resolve_value(
     value: &Value,
     outputs: &BTreeMap<StepId, Value>,
+) -> Result<Value, ResolveError> {
+    resolve_value_in(value, outputs)
+}
+
+/// [`resolve_value`] against any [`Outputs`].
+pub(crate) fn resolve_value_in<O: Outputs + ?Sized>(
+    value: &Value,
+    outputs: &O,
 ) -> Result<Value, ResolveError> {
     Ok(match value {
         Value::String(s) => match parse_template(s)? {
@@ -308,12 +339,12 @@ pub fn resolve_value(
         Value::Array(items) => Value::Array(
             items
                 .iter()
-                .map(|v| resolve_value(v, outputs))
+                .map(|v| resolve_value_in(v, outputs))
                 .collect::<Result<_, _>>()?,
         ),
         Value::Object(map) => Value::Object(
             map.iter()
-                .map(|(k, v)| Ok((k.clone(), resolve_value(v, outputs)?)))
+                .map(|(k, v)| Ok((k.clone(), resolve_value_in(v, outputs)?)))
                 .collect::<Result<_, ResolveError>>()?,
         ),
         _ => value.clone(),

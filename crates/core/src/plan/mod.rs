@@ -258,7 +258,10 @@ pub fn compose(previous: &Plan, draft: &Value) -> Value {
         }
     }
     kept.extend(new_steps);
-    serde_json::json!({ "steps": kept })
+    // Built directly: `json!` would serialise `kept` into a second copy.
+    let mut doc = serde_json::Map::new();
+    doc.insert("steps".to_owned(), Value::Array(kept));
+    Value::Object(doc)
 }
 
 /// A step with its optional fields filled in, so `{}` and a missing `args` compare equal.

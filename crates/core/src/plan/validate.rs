@@ -234,13 +234,13 @@ impl Checker<'_> {
         field: &str,
         facts: &StepFacts<'_>,
     ) -> Option<&'v str> {
-        let path = format!("/steps/{}/{field}", facts.index);
+        let path = || format!("/steps/{}/{field}", facts.index);
         match obj.get(field) {
             None | Some(Value::Null) => {
                 self.step_diag(
                     DiagnosticCode::MissingField,
                     facts,
-                    path,
+                    path(),
                     format!("`{field}` is missing"),
                 );
                 None
@@ -250,7 +250,7 @@ impl Checker<'_> {
                 self.step_diag(
                     DiagnosticCode::InvalidField,
                     facts,
-                    path,
+                    path(),
                     format!("`{field}` is empty"),
                 );
                 None
@@ -259,7 +259,7 @@ impl Checker<'_> {
                 self.step_diag(
                     DiagnosticCode::InvalidField,
                     facts,
-                    path,
+                    path(),
                     format!("`{field}` must be a string, not {}", kind(other)),
                 );
                 None
@@ -274,7 +274,7 @@ impl Checker<'_> {
         field: &str,
         facts: &StepFacts<'_>,
     ) -> Vec<String> {
-        let path = format!("/steps/{}/{field}", facts.index);
+        let path = || format!("/steps/{}/{field}", facts.index);
         match obj.get(field) {
             None | Some(Value::Null) => Vec::new(),
             Some(Value::Array(items)) => {
@@ -285,7 +285,7 @@ impl Checker<'_> {
                         other => self.step_diag(
                             DiagnosticCode::InvalidField,
                             facts,
-                            format!("{path}/{i}"),
+                            format!("{}/{i}", path()),
                             format!(
                                 "`{field}[{i}]` must be a non-empty string, not {}",
                                 kind(other)
@@ -299,7 +299,7 @@ impl Checker<'_> {
                 self.step_diag(
                     DiagnosticCode::InvalidField,
                     facts,
-                    path,
+                    path(),
                     format!("`{field}` must be an array of strings, not {}", kind(other)),
                 );
                 Vec::new()
@@ -458,13 +458,13 @@ impl Checker<'_> {
         status: StepStatus,
         facts: &StepFacts<'_>,
     ) {
-        let path = format!("/steps/{}/tool", facts.index);
+        let path = || format!("/steps/{}/tool", facts.index);
         let Some(spec) = self.limits.tools.spec(tool) else {
             let known: Vec<_> = self.limits.tools.names().collect();
             self.step_diag(
                 DiagnosticCode::UnknownTool,
                 facts,
-                path,
+                path(),
                 format!(
                     "unknown tool {tool:?} (available: {})",
                     if known.is_empty() {
@@ -482,7 +482,7 @@ impl Checker<'_> {
             self.step_diag(
                 DiagnosticCode::ToolNotAllowed,
                 facts,
-                path.clone(),
+                path(),
                 format!(
                     "tool {tool:?} is not in the allowed tools ({})",
                     allowed.join(", ")
@@ -493,7 +493,7 @@ impl Checker<'_> {
             self.step_diag(
                 DiagnosticCode::SideEffectForbidden,
                 facts,
-                path,
+                path(),
                 format!("tool {tool:?} has side effects, which the constraints forbid"),
             );
         }
@@ -591,10 +591,9 @@ impl Checker<'_> {
             );
         }
         for f in facts {
-            let deps =
-                f.id.as_ref()
-                    .map(|id| graph.transitive_deps(id))
-                    .unwrap_or_default();
+            // Only a step with references needs its transitive dependencies
+            // (computing them for every step of a long chain is quadratic).
+            let mut deps = None;
             for (path, value) in &f.ref_sources {
                 let (refs, errors) = references(value);
                 for e in errors {
@@ -620,7 +619,14 @@ impl Checker<'_> {
                             path.clone(),
                             format!("refers to ${}, which is not a step in the plan", r.step),
                         );
-                    } else if !deps.contains(&r.step) {
+                    } else if !deps
+                        .get_or_insert_with(|| {
+                            f.id.as_ref()
+                                .map(|id| graph.transitive_deps(id))
+                                .unwrap_or_default()
+                        })
+                        .contains(&r.step)
+                    {
                         self.step_diag(
                             DiagnosticCode::ReferenceNotDependency,
                             f,
@@ -732,17 +738,23 @@ pub fn validate(document: &Value, limits: Limits<'_>) -> Result<Vec<Step>, Vec<D
         .iter()
         .enumerate()
         .map(|(i, s)| {
-            let mut s = s.clone();
             // The checks above read a null `args`, `depends_on` or
             // `preconditions` as absent; serde's defaults do not.
-            if let Value::Object(obj) = &mut s {
-                for field in ["args", "depends_on", "preconditions"] {
-                    if obj.get(field).is_some_and(Value::is_null) {
-                        obj.remove(field);
-                    }
+            const OPTIONAL: [&str; 3] = ["args", "depends_on", "preconditions"];
+            let typed = match s {
+                Value::Object(obj)
+                    if OPTIONAL
+                        .iter()
+                        .any(|f| obj.get(*f).is_some_and(Value::is_null)) =>
+                {
+                    let mut obj = obj.clone();
+                    obj.retain(|k, v| !(v.is_null() && OPTIONAL.contains(&k.as_str())));
+                    Step::deserialize(&Value::Object(obj))
                 }
-            }
-            serde_json::from_value::<Step>(s).map_err(|e| Diagnostic {
+                // Read in place: no copy of the document.
+                s => Step::deserialize(s),
+            };
+            typed.map_err(|e| Diagnostic {
                 code: DiagnosticCode::InvalidField,
                 step: None,
                 index: Some(i),

@@ -1,0 +1,144 @@
+//! `stepwise replay RUN`: runs a recorded run again against its recorded
+//! model responses — zero network calls — in a scratch in-memory database,
+//! and checks that it reaches the same output. Side-effect tools are not
+//! called again: they answer with the outputs the run recorded.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::anyhow;
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+use stepwise_core::{
+    DynTool, RunId, RunState, StepId, ToolContext, ToolError, ToolRegistry, ToolSpec,
+};
+use stepwise_llm::replay::ReplayModel;
+use stepwise_store::SqliteStore;
+
+use crate::cli::ReplayArgs;
+use crate::db;
+use crate::output;
+use crate::session::{Host, Session};
+
+/// A side-effect tool during a replay: answers with the recorded output.
+struct Recorded {
+    spec: ToolSpec,
+    outputs: Arc<BTreeMap<StepId, Value>>,
+}
+
+impl DynTool for Recorded {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn call_json(&self, ctx: ToolContext, _args: Value) -> BoxFuture<'_, Result<Value, ToolError>> {
+        let out = self.outputs.get(&ctx.step).cloned().ok_or_else(|| {
+            ToolError::persistent(format!(
+                "step {} has side effects and no recorded result; a replay does not repeat side effects",
+                ctx.step
+            ))
+        });
+        Box::pin(async move { out })
+    }
+}
+
+/// Side-effect tools swapped for their recorded outputs.
+pub(crate) fn without_side_effects(tools: ToolRegistry, original: &RunState) -> ToolRegistry {
+    let outputs: Arc<BTreeMap<StepId, Value>> = Arc::new(
+        original
+            .step_results
+            .iter()
+            .map(|(k, r)| (k.clone(), r.output.clone()))
+            .collect(),
+    );
+    let mut out = ToolRegistry::new();
+    for spec in tools.specs() {
+        match tools.get(&spec.name) {
+            Some(_) if spec.side_effect => {
+                out.register_dyn(Arc::new(Recorded {
+                    spec,
+                    outputs: Arc::clone(&outputs),
+                }));
+            }
+            Some(tool) => {
+                out.register_dyn(Arc::clone(tool));
+            }
+            None => {}
+        }
+    }
+    out
+}
+
+/// What two runs must agree on.
+fn outcome(state: &RunState) -> Value {
+    json!({
+        "status": state.status,
+        "final_report": state.final_report,
+        "knowledge_gaps": state.knowledge_gaps,
+        "evidence": state.evidence,
+        "plan": state.plan.steps.iter().map(|s| json!([s.id, s.tool, s.status])).collect::<Vec<_>>(),
+        "outputs": state.step_results.iter().map(|(k, r)| (k.to_string(), r.output.clone())).collect::<BTreeMap<_, _>>(),
+    })
+}
+
+pub(crate) fn replay(args: &ReplayArgs, db_flag: Option<&PathBuf>) -> anyhow::Result<ExitCode> {
+    let store = db::open(db_flag)?;
+    let (original, replayed, calls) = db::block_on(async {
+        let original = db::load(&store, &args.run).await?;
+        let host = Host::of(&original)?;
+        let model = Arc::new(ReplayModel::from_run(&original));
+        let scratch = Arc::new(SqliteStore::in_memory().map_err(|e| anyhow!(e))?);
+        let run_id = RunId(format!("replay_{}", original.run_id));
+        let session = Session::open_replay(
+            scratch,
+            &run_id,
+            &host,
+            Arc::clone(&model),
+            &original,
+            args.quiet,
+        )
+        .await?;
+        let constraints = original.constraints.clone();
+        let input = original.input.clone();
+        let host_json = original.host.clone();
+        let state = session
+            .drive(args.quiet, None, |engine| async move {
+                engine.start(run_id, &input, constraints, host_json).await
+            })
+            .await?;
+        anyhow::Ok((original, state, (model.used(), model.len())))
+    })??;
+    let same = outcome(&original) == outcome(&replayed);
+    let text = if args.json {
+        let report = json!({
+            "run_id": original.run_id,
+            "identical": same,
+            "model_calls_recorded": calls.1,
+            "model_calls_replayed": calls.0,
+            "network_calls": 0,
+            "original": outcome(&original),
+            "replay": outcome(&replayed),
+            "divergence": (!same).then(|| replayed.blocked_reason.clone()).flatten(),
+        });
+        format!("{}\n", serde_json::to_string_pretty(&report)?)
+    } else if same {
+        format!(
+            "replay of {}: identical output ({} of {} recorded model calls played back, 0 network calls)\n",
+            original.run_id, calls.0, calls.1
+        )
+    } else {
+        let why = replayed
+            .blocked_reason
+            .clone()
+            .unwrap_or_else(|| "the outputs differ".to_owned());
+        format!("replay of {} diverged: {why}\n", original.run_id)
+    };
+    output::stdout(&text)?;
+    Ok(if same {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}

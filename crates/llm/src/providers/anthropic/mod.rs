@@ -1,0 +1,133 @@
+//! The Anthropic Messages client (`POST {base}/v1/messages`), streamed.
+
+mod assemble;
+mod wire;
+
+use std::fmt;
+
+use async_trait::async_trait;
+use reqwest::Url;
+use stepwise_core::{ChatModel, ChatRequest, ChatResponse, ModelError};
+
+use self::assemble::Assembly;
+use self::wire::Event;
+use super::errors::ErrorContext;
+use super::http::{self, ApiKey};
+use super::lenient::preview;
+use super::sse::{self, Body};
+
+/// The API version this client speaks (sent as `anthropic-version`).
+const API_VERSION: &str = "2023-06-01";
+
+/// A Claude model behind the Anthropic Messages API. Streams every answer.
+/// Does not retry: wrap calls in [`crate::call::call`].
+#[derive(Clone)]
+pub struct AnthropicClient {
+    name: String,
+    model: String,
+    url: Url,
+    key: Option<ApiKey>,
+    http: reqwest::Client,
+}
+
+impl AnthropicClient {
+    /// A client for `model` at `base_url` (e.g. `https://api.anthropic.com`;
+    /// a base that already ends in `/v1` is accepted too), named `name` in
+    /// logs and exchanges.
+    pub fn new(
+        name: impl Into<String>,
+        model: impl Into<String>,
+        base_url: &str,
+        api_key: Option<String>,
+    ) -> Result<Self, ModelError> {
+        let trimmed = base_url.trim().trim_end_matches('/');
+        let path = if trimmed.ends_with("/v1") {
+            "messages"
+        } else {
+            "v1/messages"
+        };
+        Ok(Self {
+            name: name.into(),
+            model: model.into(),
+            url: http::endpoint(trimmed, path)?,
+            key: ApiKey::new(api_key),
+            http: http::client()?,
+        })
+    }
+
+    async fn chat_inner(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
+        let body = wire::request(&self.model, request);
+        let mut builder = self
+            .http
+            .post(self.url.clone())
+            .header("anthropic-version", API_VERSION)
+            .json(&body);
+        if let Some(key) = &self.key {
+            builder = builder.header("x-api-key", key.header("")?);
+        }
+        let ctx = ErrorContext {
+            model: &self.model,
+            auth_fix: "set ANTHROPIC_API_KEY to a valid key",
+        };
+        let response = http::send(builder, &ctx).await?;
+        let mut assembly = Assembly::default();
+        let body = sse::read(response, |_event, data| {
+            let event: Event = serde_json::from_str(data).map_err(|e| {
+                ModelError::Malformed(format!(
+                    "a streamed event is not JSON ({e}): {}",
+                    preview(data)
+                ))
+            })?;
+            assembly.push(event, &ctx)
+        })
+        .await?;
+        match body {
+            Body::Streamed => assembly.finish(&self.model),
+            Body::Whole(text) => Assembly::whole(&text, &ctx, &self.model),
+        }
+    }
+}
+
+#[async_trait]
+impl ChatModel for AnthropicClient {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
+        self.chat_inner(request)
+            .await
+            .map_err(|e| http::redact(e, self.key.as_ref()))
+    }
+}
+
+/// The key shows only as set or unset.
+impl fmt::Debug for AnthropicClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AnthropicClient")
+            .field("name", &self.name)
+            .field("model", &self.model)
+            .field("url", &http::safe_url(&self.url))
+            .field("key", &self.key)
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_output_hides_the_key_and_v1_is_not_doubled() {
+        let client = AnthropicClient::new(
+            "anthropic:c",
+            "c",
+            "https://api.anthropic.com/v1/",
+            Some("sk-ant-hidden".into()),
+        )
+        .unwrap();
+        let shown = format!("{client:?}");
+        assert!(!shown.contains("sk-ant-hidden"), "{shown}");
+        assert_eq!(client.url.as_str(), "https://api.anthropic.com/v1/messages");
+    }
+}
