@@ -58,7 +58,9 @@ fn decide(
     } else {
         Verdict::NeedsReview
     };
-    let why_not = if budget {
+    let why_not = if step.tool != "search_notes" {
+        "the offline replanner only rewords searches"
+    } else if budget {
         "the notes offer no other wording to try"
     } else {
         "no replans or steps are left"
