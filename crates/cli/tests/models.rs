@@ -303,7 +303,10 @@ fn stepwise_toml_sets_the_base_url_and_prices_the_run() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let server = rt.block_on(FakeServer::start());
     let env = Env::new("toml");
-    server.push(answer(&plan())).push(answer(&assessment())).push(answer(&report()));
+    server
+        .push(answer(&plan()))
+        .push(answer(&assessment()))
+        .push(answer(&report()));
     std::fs::write(
         env.dir.join("stepwise.toml"),
         format!(
@@ -315,16 +318,33 @@ fn stepwise_toml_sets_the_base_url_and_prices_the_run() {
     let notes = notes();
     let out = Command::new(env!("CARGO_BIN_EXE_stepwise"))
         .current_dir(&env.dir)
-        .args(["--db", "runs.db", "run", "What is our latency budget?", "--notes", &notes, "--json", "--quiet"])
+        .args([
+            "--db",
+            "runs.db",
+            "run",
+            "What is our latency budget?",
+            "--notes",
+            &notes,
+            "--json",
+            "--quiet",
+        ])
         .env("OPENAI_API_KEY", KEY)
         .env_remove("OPENAI_BASE_URL")
         .env_remove("STEPWISE_MODEL")
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     // 3 calls × (120 in, 30 out) tokens at $1 / $2 per million.
     let usd = v["cost"]["usd"].as_f64().unwrap();
-    assert!((usd - (360.0 * 1.0 + 90.0 * 2.0) / 1e6).abs() < 1e-12, "{usd}");
+    assert!(
+        (usd - (360.0 * 1.0 + 90.0 * 2.0) / 1e6).abs() < 1e-12,
+        "{usd}"
+    );
     assert_eq!(server.requests().len(), 3);
 }
