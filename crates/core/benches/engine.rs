@@ -12,7 +12,7 @@ mod common;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{check, engine, fan_out, layered, runtime, sequential};
+use common::{check, engine_and_planner, fan_out, layered, runtime, sequential};
 use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput};
 use stepwise_core::{Constraints, MemoryStore, RunStatus, StoreSink};
 
@@ -28,8 +28,10 @@ fn note(shape: &str, param: usize, elapsed: Duration, iters: u64) {
     }
 }
 
+/// Median of the last 10 calls: criterion's measurement samples (every
+/// group takes at least 10), after its warm-up calls.
 fn median(v: &[f64]) -> f64 {
-    let mut v = v.to_vec();
+    let mut v = v[v.len().saturating_sub(10)..].to_vec();
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
 }
@@ -56,9 +58,11 @@ fn bench_sequential(c: &mut Criterion) {
         .measurement_time(Duration::from_secs(3));
     for n in [10, 100, 1000] {
         group.throughput(Throughput::Elements(n as u64));
-        let plain = Arc::new(engine(sequential(n), None, 4));
+        let (plain, planner) = engine_and_planner(sequential(n), None, 4);
+        let plain = Arc::new(plain);
         group.bench_with_input(BenchmarkId::new("no_store", n), &n, |b, &n| {
             b.to_async(&rt).iter_custom(|iters| {
+                planner.prepare(iters);
                 let plain = Arc::clone(&plain);
                 // On a worker thread, as a server runs its runs (see on_worker).
                 on_worker(async move {
@@ -79,8 +83,9 @@ fn bench_sequential(c: &mut Criterion) {
                     let mut elapsed = Duration::ZERO;
                     for _ in 0..iters {
                         let store = Arc::new(MemoryStore::new());
-                        let e = engine(sequential(n), None, 4)
-                            .with_sink(Arc::new(StoreSink::new(store, None)));
+                        let (e, planner) = engine_and_planner(sequential(n), None, 4);
+                        planner.prepare(1);
+                        let e = e.with_sink(Arc::new(StoreSink::new(store, None)));
                         let start = Instant::now();
                         let state = e.run("bench", Constraints::default()).await.unwrap();
                         elapsed += start.elapsed();
@@ -106,9 +111,11 @@ fn bench_dag(c: &mut Criterion, name: &str, shapes: &[(usize, Vec<stepwise_core:
         .measurement_time(Duration::from_secs(2));
     for (param, plan) in shapes {
         let n = plan.len();
-        let e = Arc::new(engine(plan.clone(), Some(STEP_LATENCY), n));
+        let (e, planner) = engine_and_planner(plan.clone(), Some(STEP_LATENCY), n);
+        let e = Arc::new(e);
         group.bench_with_input(BenchmarkId::from_parameter(param), param, |b, &param| {
             b.to_async(&rt).iter_custom(|iters| {
+                planner.prepare(iters);
                 let (e, key) = (Arc::clone(&e), name.to_owned());
                 on_worker(async move {
                     let start = Instant::now();
@@ -138,6 +145,44 @@ fn bench_layered(c: &mut Criterion) {
     bench_dag(c, "layered_3x", &shapes);
 }
 
+/// The runtime's floor for shapes (2) and (3), without the engine: `layers`
+/// rounds of `width` spawned tasks each sleeping 50 ms, each round joined
+/// before the next starts. What tokio's 1 ms timer adds to a 50 ms sleep
+/// shows here, and is no part of the engine's overhead.
+fn bench_floor(c: &mut Criterion) {
+    let rt = runtime();
+    let mut group = c.benchmark_group("tokio_floor");
+    group
+        .sample_size(10)
+        .sampling_mode(SamplingMode::Flat)
+        .warm_up_time(Duration::from_millis(300))
+        .measurement_time(Duration::from_secs(2));
+    for (layers, width) in [(1, 512), (3, 32)] {
+        let name = format!("{layers}x{width}");
+        group.bench_function(&name, |b| {
+            b.to_async(&rt).iter_custom(|iters| {
+                on_worker(async move {
+                    let start = Instant::now();
+                    for _ in 0..iters {
+                        for _ in 0..layers {
+                            let tasks: Vec<_> = (0..width)
+                                .map(|_| tokio::spawn(tokio::time::sleep(STEP_LATENCY)))
+                                .collect();
+                            for t in tasks {
+                                t.await.unwrap();
+                            }
+                        }
+                    }
+                    let elapsed = start.elapsed();
+                    note("tokio_floor", layers * 1000 + width, elapsed, iters);
+                    elapsed
+                })
+            });
+        });
+    }
+    group.finish();
+}
+
 /// (4) R concurrent runs of a sequential 5-step plan with 10 ms steps, in
 /// one process. (Peak RSS: the `rss` bench.)
 fn bench_concurrent(c: &mut Criterion) {
@@ -148,11 +193,13 @@ fn bench_concurrent(c: &mut Criterion) {
         .sampling_mode(SamplingMode::Flat)
         .warm_up_time(Duration::from_millis(300))
         .measurement_time(Duration::from_secs(3));
-    let e = Arc::new(engine(sequential(5), Some(Duration::from_millis(10)), 4));
+    let (e, planner) = engine_and_planner(sequential(5), Some(Duration::from_millis(10)), 4);
+    let e = Arc::new(e);
     for r in [100, 1_000, 10_000] {
         group.throughput(Throughput::Elements(r as u64));
         group.bench_with_input(BenchmarkId::from_parameter(r), &r, |b, &r| {
             b.to_async(&rt).iter_custom(|iters| {
+                planner.prepare(iters * r as u64);
                 let e = Arc::clone(&e);
                 on_worker(async move {
                     let start = Instant::now();
@@ -187,7 +234,7 @@ fn summary() {
     if t.is_empty() {
         return;
     }
-    println!("\nsummary (medians over criterion's samples)");
+    println!("\nsummary (medians of the measurement samples)");
     for (shape, param, v) in t.iter() {
         let m = median(v);
         let figure = match shape.as_str() {
@@ -204,6 +251,16 @@ fn summary() {
                 m * 1e3,
                 m / (3.0 * STEP_LATENCY.as_secs_f64())
             ),
+            "tokio_floor" => {
+                let layers = (*param / 1000) as f64;
+                format!(
+                    "{:.1} ms = {:.3} x {layers} x 50 ms (tasks {}x{}, no engine)",
+                    m * 1e3,
+                    m / (layers * STEP_LATENCY.as_secs_f64()),
+                    param / 1000,
+                    param % 1000
+                )
+            }
             _ => format!("{:.1} ms = {:.0} runs/s", m * 1e3, *param as f64 / m),
         };
         println!("  {shape:<26} {param:>6}: {figure}");
@@ -215,6 +272,7 @@ fn main() {
     bench_sequential(&mut c);
     bench_fan_out(&mut c);
     bench_layered(&mut c);
+    bench_floor(&mut c);
     bench_concurrent(&mut c);
     c.final_summary();
     summary();

@@ -30,26 +30,29 @@ pub fn ready_steps(plan: &Plan) -> Vec<StepId> {
 /// a hash lookup at that size; longer ones get a position map.
 const SCAN_UP_TO: usize = 16;
 
-/// Where each step of a plan sits and where its dependencies sit: lookups
-/// by id and readiness checks without scanning the plan or comparing ids.
+/// Where each step of a plan sits, which steps wait on which, and which are
+/// ready: lookups by id and readiness without scanning the plan.
 ///
-/// A cache kept beside the plan it indexes (in [`RunState`](crate::RunState)):
-/// rebuilt whenever the plan's version or length changes, and every position
-/// it gives is checked against the plan before use, so a stale index costs
-/// time, never a wrong answer. Clones start empty, and it takes no part in
-/// equality.
+/// A cache kept beside the plan it indexes (in [`RunState`](crate::RunState),
+/// whose fold reports every status change to it): rebuilt from the plan
+/// whenever the plan's version or length changes, and every position it
+/// gives is checked against the plan before use. Clones start empty, and it
+/// takes no part in equality.
 #[derive(Default)]
 pub(crate) struct PlanIndex {
     /// The plan version and step count it was built for (`None`: never built).
     built_for: Option<(u32, usize)>,
     /// First position of each id, by a hash of the id (long plans only).
     position: HashMap<u64, u32>,
-    /// Step `i`'s dependencies are at `dep_pos[dep_start[i]..dep_start[i + 1]]`;
-    /// `u32::MAX` for one that is not in the plan (the step is never ready).
-    dep_start: Vec<u32>,
-    dep_pos: Vec<u32>,
-    /// Every step before this position is final: readiness starts here.
-    first_open: usize,
+    /// The steps depending on step `i` are at
+    /// `dependants[dependant_start[i]..dependant_start[i + 1]]`.
+    dependant_start: Vec<u32>,
+    dependants: Vec<u32>,
+    /// How many of each step's dependencies have not succeeded (one that is
+    /// not in the plan never does).
+    unmet: Vec<u32>,
+    /// Pending steps with nothing unmet, in plan order.
+    ready: BTreeSet<u32>,
 }
 
 impl Clone for PlanIndex {
@@ -70,11 +73,14 @@ impl std::fmt::Debug for PlanIndex {
     }
 }
 
-const MISSING: u32 = u32::MAX;
-
 fn id_hash(id: &StepId) -> u64 {
     use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
     BuildHasherDefault::<DefaultHasher>::default().hash_one(id.as_str())
+}
+
+/// A position as stored (plans are far shorter than `u32::MAX` steps).
+fn pos(i: usize) -> u32 {
+    u32::try_from(i).unwrap_or(u32::MAX)
 }
 
 impl PlanIndex {
@@ -84,32 +90,51 @@ impl PlanIndex {
         if self.built_for == Some(key) {
             return;
         }
+        let steps = &plan.steps;
         *self = Self {
             built_for: Some(key),
             ..Self::default()
         };
-        let steps = &plan.steps;
         if steps.len() > SCAN_UP_TO {
             self.position.reserve(steps.len());
             for (i, s) in steps.iter().enumerate() {
-                let i = u32::try_from(i).unwrap_or(MISSING);
-                self.position.entry(id_hash(&s.id)).or_insert(i);
+                self.position.entry(id_hash(&s.id)).or_insert(pos(i));
             }
         }
-        self.dep_start.reserve(steps.len() + 1);
-        for s in steps {
-            self.dep_start
-                .push(u32::try_from(self.dep_pos.len()).unwrap_or(MISSING));
+        // (dependency, dependant) pairs, then the dependants of each step
+        // grouped by dependency.
+        let mut edges = Vec::new();
+        self.unmet = vec![0; steps.len()];
+        for (j, s) in steps.iter().enumerate() {
             for d in &s.depends_on {
-                let at = self
-                    .locate(plan, d)
-                    .and_then(|i| u32::try_from(i).ok())
-                    .unwrap_or(MISSING);
-                self.dep_pos.push(at);
+                match self.locate(plan, d) {
+                    Some(i) => {
+                        if steps[i].status != StepStatus::Succeeded {
+                            self.unmet[j] += 1;
+                        }
+                        edges.push((pos(i), pos(j)));
+                    }
+                    None => self.unmet[j] += 1,
+                }
             }
         }
-        self.dep_start
-            .push(u32::try_from(self.dep_pos.len()).unwrap_or(MISSING));
+        edges.sort_unstable();
+        self.dependant_start = Vec::with_capacity(steps.len() + 1);
+        let mut e = 0;
+        for i in 0..steps.len() {
+            self.dependant_start.push(pos(e));
+            while edges.get(e).is_some_and(|&(from, _)| from as usize == i) {
+                e += 1;
+            }
+        }
+        self.dependant_start.push(pos(e));
+        self.dependants = edges.into_iter().map(|(_, to)| to).collect();
+        self.ready = steps
+            .iter()
+            .enumerate()
+            .filter(|&(j, s)| s.status == StepStatus::Pending && self.unmet[j] == 0)
+            .map(|(j, _)| pos(j))
+            .collect();
     }
 
     /// Position of the first step with this id, given an index synced with `plan`.
@@ -139,34 +164,38 @@ impl PlanIndex {
         plan.step(id)
     }
 
-    /// [`ready_steps`] of `plan`.
+    /// Step `at` of `plan` (just located with [`position`](Self::position))
+    /// went from `from` to its current status.
+    pub(crate) fn changed(&mut self, plan: &Plan, at: usize, from: StepStatus) {
+        if self.built_for != Some((plan.version, plan.steps.len())) {
+            return; // rebuilt from the statuses at the next use
+        }
+        if from == StepStatus::Pending {
+            self.ready.remove(&pos(at));
+        }
+        if plan.steps[at].status == StepStatus::Succeeded {
+            let (start, end) = (
+                self.dependant_start[at] as usize,
+                self.dependant_start[at + 1] as usize,
+            );
+            for &j in &self.dependants[start..end] {
+                let unmet = &mut self.unmet[j as usize];
+                *unmet = unmet.saturating_sub(1);
+                if *unmet == 0 && plan.steps[j as usize].status == StepStatus::Pending {
+                    self.ready.insert(j);
+                }
+            }
+        }
+    }
+
+    /// [`ready_steps`] of `plan`, in plan order.
     pub(crate) fn ready(&mut self, plan: &Plan) -> Vec<StepId> {
         self.sync(plan);
-        let steps = &plan.steps;
-        // Final statuses never change within a plan version.
-        while steps
-            .get(self.first_open)
-            .is_some_and(|s| s.status.is_final())
-        {
-            self.first_open += 1;
-        }
-        let deps_of = |i: usize| {
-            let (from, to) = (self.dep_start[i] as usize, self.dep_start[i + 1] as usize);
-            &self.dep_pos[from..to]
-        };
-        steps
+        self.ready
             .iter()
-            .enumerate()
-            .skip(self.first_open)
-            .filter(|(i, s)| {
-                s.status == StepStatus::Pending
-                    && deps_of(*i).iter().all(|&d| {
-                        steps
-                            .get(d as usize)
-                            .is_some_and(|d| d.status == StepStatus::Succeeded)
-                    })
-            })
-            .map(|(_, s)| s.id.clone())
+            .map(|&i| &plan.steps[i as usize])
+            .filter(|s| s.status == StepStatus::Pending)
+            .map(|s| s.id.clone())
             .collect()
     }
 }
@@ -266,6 +295,62 @@ mod tests {
             ("c", &[], Pending),
         ]);
         assert_eq!(ready_steps(&p), vec![StepId::new("c")]);
+    }
+
+    #[test]
+    fn the_index_agrees_with_ready_steps_as_statuses_change() {
+        use StepStatus::*;
+        let mut rng = fastrand::Rng::with_seed(7);
+        for n in [1, 5, 16, 17, 60] {
+            for _ in 0..20 {
+                let steps = (0..n)
+                    .map(|i| {
+                        let mut s = Step::new(format!("s{i}"), "d", "t");
+                        for d in 0..i {
+                            if rng.u8(..4) == 0 {
+                                s.depends_on.push(StepId::new(format!("s{d}")));
+                            }
+                        }
+                        if rng.u8(..30) == 0 {
+                            s.depends_on.push(StepId::new("missing"));
+                        }
+                        s
+                    })
+                    .collect();
+                let mut plan = Plan { version: 1, steps };
+                let mut index = PlanIndex::default();
+                assert_eq!(index.ready(&plan), ready_steps(&plan));
+                for _ in 0..(4 * n) {
+                    let at = rng.usize(..n);
+                    let from = plan.steps[at].status;
+                    let to = match from {
+                        Pending | Retrying => Running,
+                        Running if rng.bool() => Succeeded,
+                        Running => Failed,
+                        Failed if rng.bool() => Retrying,
+                        Failed => Terminated,
+                        Succeeded | Terminated | Skipped => continue,
+                    };
+                    let id = plan.steps[at].id.clone();
+                    assert_eq!(index.position(&plan, &id), Some(at));
+                    plan.steps[at].status = to;
+                    index.changed(&plan, at, from);
+                    assert_eq!(index.ready(&plan), ready_steps(&plan));
+                    assert_eq!(
+                        index.find(&plan, &id).map(|s| &s.id),
+                        plan.step(&id).map(|s| &s.id)
+                    );
+                }
+                // A new plan version is indexed afresh.
+                plan.version += 1;
+                plan.steps.iter_mut().for_each(|s| {
+                    if s.status == Pending {
+                        s.status = Skipped;
+                    }
+                });
+                assert_eq!(index.ready(&plan), ready_steps(&plan));
+            }
+        }
     }
 
     #[test]

@@ -215,6 +215,14 @@ impl RunState {
             .collect()
     }
 
+    /// Takes a step off `current_step_ids` (where a step is at most once: it
+    /// is added when it starts and removed whenever it stops running).
+    fn not_running(&mut self, step: &StepId) {
+        if let Some(i) = self.current_step_ids.iter().position(|s| s == step) {
+            self.current_step_ids.remove(i);
+        }
+    }
+
     fn set_status(
         &mut self,
         id: &StepId,
@@ -224,15 +232,15 @@ impl RunState {
             .index
             .position(&self.plan, id)
             .ok_or_else(|| StateError::UnknownStep(id.clone()))?;
-        let step = &mut self.plan.steps[at];
-        step.status = step
-            .status
-            .transition(to)
-            .map_err(|source| StateError::Transition {
-                step: id.clone(),
-                source,
-            })?;
-        Ok(step)
+        let from = self.plan.steps[at].status;
+        self.plan.steps[at].status =
+            from.transition(to)
+                .map_err(|source| StateError::Transition {
+                    step: id.clone(),
+                    source,
+                })?;
+        self.index.changed(&self.plan, at, from);
+        Ok(&mut self.plan.steps[at])
     }
 
     fn adopt(&mut self, plan: &Plan) -> Result<(), StateError> {
@@ -264,15 +272,25 @@ impl RunState {
     /// not fit is refused before anything changes.
     pub fn apply(&mut self, event: &Event) -> Result<(), StateError> {
         self.fold(event)?;
-        self.execution_history.push(event.clone());
+        self.remember(event.clone());
         Ok(())
     }
 
     /// [`apply`](Self::apply), keeping the event instead of a copy of it.
     pub(crate) fn apply_owned(&mut self, event: Event) -> Result<(), StateError> {
         self.fold(&event)?;
-        self.execution_history.push(event);
+        self.remember(event);
         Ok(())
+    }
+
+    /// Appends to the history, growing it by half rather than doubling: an
+    /// event is a few hundred bytes inline, and a run in flight keeps them all.
+    fn remember(&mut self, event: Event) {
+        let history = &mut self.execution_history;
+        if history.len() == history.capacity() {
+            history.reserve_exact((history.capacity() / 2).max(8));
+        }
+        history.push(event);
     }
 
     /// Everything `apply` does but recording the event in the history.
@@ -356,13 +374,13 @@ impl RunState {
                 usage,
             } => {
                 self.set_status(step, StepStatus::Succeeded)?;
-                self.current_step_ids.retain(|s| s != step);
+                self.not_running(step);
                 self.step_results.insert(step.clone(), result.clone());
                 self.usage += *usage;
             }
             EventKind::StepFailed { step, .. } => {
                 self.set_status(step, StepStatus::Failed)?;
-                self.current_step_ids.retain(|s| s != step);
+                self.not_running(step);
             }
             EventKind::StepRetrying { step, .. } => {
                 self.set_status(step, StepStatus::Retrying)?;
@@ -446,7 +464,7 @@ impl RunState {
             }
             EventKind::StepInterrupted { step, .. } => {
                 self.set_status(step, StepStatus::Failed)?;
-                self.current_step_ids.retain(|s| s != step);
+                self.not_running(step);
             }
             EventKind::RunResumed {
                 max_replans,

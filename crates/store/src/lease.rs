@@ -25,17 +25,14 @@ struct Row {
 
 fn row(conn: &Connection, run: &RunId) -> Result<Option<Row>, Fail> {
     let raw = conn
-        .query_row(
-            "SELECT holder, fence, until FROM leases WHERE run_id = ?1",
-            [run.as_str()],
-            |r| {
-                Ok((
-                    r.get::<_, Option<String>>(0)?,
-                    r.get::<_, i64>(1)?,
-                    r.get::<_, Option<String>>(2)?,
-                ))
-            },
-        )
+        .prepare_cached("SELECT holder, fence, until FROM leases WHERE run_id = ?1")?
+        .query_row([run.as_str()], |r| {
+            Ok((
+                r.get::<_, Option<String>>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, Option<String>>(2)?,
+            ))
+        })
         .optional()?;
     raw.map(|(holder, fence, until)| {
         Ok(Row {

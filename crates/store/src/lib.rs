@@ -24,6 +24,23 @@
 //! power loss). `busy_timeout=5000`: a second process waits up to 5 s for the
 //! write lock instead of failing at once.
 //!
+//! [`SqliteStore::open_with`] and [`Durability::Normal`] choose
+//! `synchronous=NORMAL` instead: commits are fsynced only at WAL checkpoints,
+//! so a run survives `kill -9` but may lose its last events on power loss or
+//! an OS crash. It is not the default and nothing in Stepwise picks it; it
+//! exists for users who accept that trade, and to compare with runtimes that
+//! use it (see docs/benchmarks.md).
+//!
+//! ## The state cache
+//! An append must fold its events onto the run's state. Rather than read the
+//! snapshot and every event back from the file each time, the store keeps
+//! the state it folded at its last append to a run, keyed by the run's
+//! `last_seq` and `updated_at` (the last event's time) as the file has them.
+//! The key is read from the file inside the append's write transaction; if
+//! another connection has appended since, or the append fails, the state is
+//! read from the file as before. The cache is bounded: a run leaves it when
+//! it stops running, and it holds at most [`STATE_CACHE_RUNS`] runs.
+//!
 //! ## Why the async methods are synchronous inside
 //! The store is embedded and a write is one small transaction (well under a
 //! millisecond plus one fsync), and each run has a single writer (its lease
@@ -73,17 +90,44 @@ mod lease;
 mod log;
 mod open;
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use rusqlite::{Connection, Transaction, TransactionBehavior};
-use stepwise_core::StoreError;
+use stepwise_core::{RunId, RunState, StoreError};
 
 use crate::error::Fail;
 use crate::failpoint::Failpoint;
 
 pub use crate::failpoint::FAILPOINT_ENV;
 pub use crate::open::SCHEMA_VERSION;
+
+/// Most runs whose folded state the store keeps between appends.
+pub const STATE_CACHE_RUNS: usize = 256;
+
+/// How hard a commit is pushed to disk: SQLite's `synchronous` setting (the
+/// journal is always WAL). See the crate docs, "Durability".
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Durability {
+    /// `synchronous=FULL`, the default: every commit is fsynced before
+    /// `append` returns, so a recorded event survives power loss.
+    #[default]
+    Full,
+    /// `synchronous=NORMAL`: commits are fsynced at WAL checkpoints only. A
+    /// recorded event survives a crash of the process, but the last ones may
+    /// be lost on power loss or an OS crash. Never the default.
+    Normal,
+}
+
+/// A run's state as folded at its last append, with the `last_seq` and
+/// `updated_at` the file had after that append.
+#[derive(Debug)]
+pub(crate) struct Cached {
+    pub(crate) last_seq: u64,
+    pub(crate) updated_at: String,
+    pub(crate) state: RunState,
+}
 
 /// The SQLite store: one file (or memory), one connection.
 ///
@@ -93,6 +137,8 @@ pub use crate::open::SCHEMA_VERSION;
 #[derive(Debug)]
 pub struct SqliteStore {
     conn: Mutex<Connection>,
+    /// Folded states of running runs (see the crate docs, "The state cache").
+    states: Mutex<HashMap<RunId, Cached>>,
     /// How messages name the database: its path, or `:memory:`.
     db: String,
     path: Option<PathBuf>,
@@ -106,11 +152,17 @@ impl SqliteStore {
     /// Fails, leaving the file as it was, if it is not a Stepwise database,
     /// is corrupt, was written by a newer Stepwise, or cannot be written.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
+        Self::open_with(path, Durability::Full)
+    }
+
+    /// [`open`](Self::open) with a chosen [`Durability`].
+    pub fn open_with(path: &Path, durability: Durability) -> Result<Self, StoreError> {
         let db = path.display().to_string();
         let failpoint = failpoint::from_env().map_err(StoreError::Unavailable)?;
-        let conn = open::open_file(path, &db)?;
+        let conn = open::open_file(path, &db, durability)?;
         Ok(Self {
             conn: Mutex::new(conn),
+            states: Mutex::new(HashMap::new()),
             db,
             path: Some(path.to_path_buf()),
             failpoint,
@@ -124,6 +176,7 @@ impl SqliteStore {
         let conn = open::open_memory(&db)?;
         Ok(Self {
             conn: Mutex::new(conn),
+            states: Mutex::new(HashMap::new()),
             db,
             path: None,
             failpoint,
@@ -140,6 +193,30 @@ impl SqliteStore {
     /// lock is safe to take over.
     fn lock(&self) -> MutexGuard<'_, Connection> {
         self.conn.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The cached state of `run`, taken out of the cache (an append puts it
+    /// back once it has committed).
+    fn take_cached(&self, run: &RunId) -> Option<Cached> {
+        self.states
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(run)
+    }
+
+    /// Caches a run's state after a committed append, while it is running.
+    fn put_cached(&self, run: &RunId, cached: Cached) {
+        if cached.state.status != stepwise_core::RunStatus::Running {
+            return;
+        }
+        let mut states = self.states.lock().unwrap_or_else(PoisonError::into_inner);
+        if states.len() >= STATE_CACHE_RUNS
+            && !states.contains_key(run)
+            && let Some(other) = states.keys().next().cloned()
+        {
+            states.remove(&other);
+        }
+        states.insert(run.clone(), cached);
     }
 
     /// Runs `f` in one `BEGIN IMMEDIATE` transaction (the write lock is taken

@@ -8,13 +8,13 @@ use futures::future::BoxFuture;
 use rusqlite::{Connection, OptionalExtension};
 use stepwise_core::{Event, RunId, RunState, RunSummary, Store, StoreError};
 
-use crate::SqliteStore;
 use crate::codec::{
     from_json, status_from_sql, time_from_sql, time_to_sql, to_json, u32_from_sql, u64_from_sql,
     u64_to_sql, usize_from_sql, usize_to_sql,
 };
 use crate::error::Fail;
 use crate::lease::check_fence;
+use crate::{Cached, SqliteStore};
 
 impl SqliteStore {
     fn append_now(
@@ -23,11 +23,15 @@ impl SqliteStore {
         events: &[Event],
         fence: Option<u64>,
     ) -> Result<(), StoreError> {
-        self.write(|tx| {
+        // The state folded at this run's last append, if this store made it;
+        // used only if the file still ends where that append left it.
+        let cached = self.take_cached(run);
+        let folded = self.write(|tx| {
             if let Some(fence) = fence {
                 check_fence(tx, run, fence)?;
             }
-            let last_seq = last_seq(tx, run)?.unwrap_or(0);
+            let head = head(tx, run)?;
+            let last_seq = head.as_ref().map_or(0, |(seq, _)| *seq);
             let first_seq = events.first().map_or(0, |e| e.seq);
             if first_seq != last_seq + 1 {
                 return Err(StoreError::Conflict {
@@ -37,12 +41,12 @@ impl SqliteStore {
                 }
                 .into());
             }
-            let mut state = if last_seq == 0 {
-                RunState::default()
-            } else {
-                load_state(tx, run)?
+            let mut state = match (head, cached) {
+                (None, _) => RunState::default(),
+                (Some((seq, at)), Some(c)) if c.last_seq == seq && c.updated_at == at => c.state,
+                (Some(_), _) => load_state(tx, run)?,
             };
-            let mut insert = tx.prepare(
+            let mut insert = tx.prepare_cached(
                 "INSERT INTO events (run_id, seq, at, kind, body) VALUES (?1, ?2, ?3, ?4, ?5)",
             )?;
             for event in events {
@@ -58,8 +62,15 @@ impl SqliteStore {
                     to_json(event, "event")?,
                 ))?;
             }
-            save_state(tx, run, state)
-        })
+            let updated_at = save_state(tx, run, &mut state)?;
+            Ok(Cached {
+                last_seq: state.execution_history.len() as u64,
+                updated_at,
+                state,
+            })
+        })?;
+        self.put_cached(run, folded);
+        Ok(())
     }
 
     fn events_now(&self, run: &RunId) -> Result<Vec<Event>, StoreError> {
@@ -101,6 +112,17 @@ impl SqliteStore {
             Ok(out)
         })
     }
+}
+
+/// The run's last sequence number and `updated_at`, or `None` if there is no such run.
+fn head(conn: &Connection, run: &RunId) -> Result<Option<(u64, String)>, Fail> {
+    conn.prepare_cached("SELECT last_seq, updated_at FROM runs WHERE run_id = ?1")?
+        .query_row([run.as_str()], |r| {
+            Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+        })
+        .optional()?
+        .map(|(n, at)| Ok((u64_from_sql(n, "last_seq")?, at)))
+        .transpose()
 }
 
 /// The run's last sequence number, or `None` if there is no such run.
@@ -147,34 +169,40 @@ fn load_state(conn: &Connection, run: &RunId) -> Result<RunState, Fail> {
 }
 
 /// Writes the run's row: summary columns, and the snapshot without its
-/// history (the events table has it).
-fn save_state(conn: &Connection, run: &RunId, mut state: RunState) -> Result<(), Fail> {
-    let summary = RunSummary::of(&state);
-    state.execution_history = Vec::new();
-    conn.execute(
+/// history (the events table has it). Returns the `updated_at` written.
+fn save_state(conn: &Connection, run: &RunId, state: &mut RunState) -> Result<String, Fail> {
+    let summary = RunSummary::of(state);
+    let updated_at = time_to_sql(summary.updated_at);
+    // Serialised without its history, which is put back after.
+    let history = std::mem::take(&mut state.execution_history);
+    let snapshot = to_json(&*state, "snapshot");
+    state.execution_history = history;
+    // `started_at` (the first event's time) never changes once written, so
+    // an update leaves it, and the index on it, alone.
+    conn.prepare_cached(
         "INSERT INTO runs (run_id, goal, status, started_at, updated_at, last_seq, steps_done,
                            steps_total, replans, tokens, snapshot)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
          ON CONFLICT (run_id) DO UPDATE SET
-             goal = excluded.goal, status = excluded.status, started_at = excluded.started_at,
+             goal = excluded.goal, status = excluded.status,
              updated_at = excluded.updated_at, last_seq = excluded.last_seq,
              steps_done = excluded.steps_done, steps_total = excluded.steps_total,
              replans = excluded.replans, tokens = excluded.tokens, snapshot = excluded.snapshot",
-        rusqlite::params![
-            run.as_str(),
-            summary.goal,
-            summary.status.as_str(),
-            time_to_sql(summary.started_at),
-            time_to_sql(summary.updated_at),
-            u64_to_sql(summary.last_seq, "last_seq")?,
-            usize_to_sql(summary.steps_done, "steps_done")?,
-            usize_to_sql(summary.steps_total, "steps_total")?,
-            i64::from(summary.replans),
-            u64_to_sql(summary.tokens, "tokens")?,
-            to_json(&state, "snapshot")?,
-        ],
-    )?;
-    Ok(())
+    )?
+    .execute(rusqlite::params![
+        run.as_str(),
+        summary.goal,
+        summary.status.as_str(),
+        time_to_sql(summary.started_at),
+        updated_at,
+        u64_to_sql(summary.last_seq, "last_seq")?,
+        usize_to_sql(summary.steps_done, "steps_done")?,
+        usize_to_sql(summary.steps_total, "steps_total")?,
+        i64::from(summary.replans),
+        u64_to_sql(summary.tokens, "tokens")?,
+        snapshot?,
+    ])?;
+    Ok(updated_at)
 }
 
 /// Each method does its (sub-millisecond) work when first polled; see the

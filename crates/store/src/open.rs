@@ -14,6 +14,7 @@ use chrono::Utc;
 use rusqlite::{Connection, ErrorCode, OpenFlags, TransactionBehavior};
 use stepwise_core::StoreError;
 
+use crate::Durability;
 use crate::codec::time_to_sql;
 use crate::error::{Fail, describe};
 
@@ -80,7 +81,11 @@ const TABLES: &[&str] = &["runs", "events", "leases", "idempotency", "meta"];
 
 /// Opens the file at `path` (named `db` in messages), creating it and its
 /// parent directories if missing.
-pub(crate) fn open_file(path: &Path, db: &str) -> Result<Connection, StoreError> {
+pub(crate) fn open_file(
+    path: &Path,
+    db: &str,
+    durability: Durability,
+) -> Result<Connection, StoreError> {
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent).map_err(|e| {
             let why = if parent.exists() && !parent.is_dir() {
@@ -100,7 +105,7 @@ pub(crate) fn open_file(path: &Path, db: &str) -> Result<Connection, StoreError>
         | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let mut conn = Connection::open_with_flags(path, flags)
         .map_err(|e| StoreError::Unavailable(explain(db, Some(path), &e)))?;
-    prepare(&mut conn, db, Some(path))?;
+    prepare(&mut conn, db, Some(path), durability)?;
     Ok(conn)
 }
 
@@ -108,7 +113,7 @@ pub(crate) fn open_file(path: &Path, db: &str) -> Result<Connection, StoreError>
 pub(crate) fn open_memory(db: &str) -> Result<Connection, StoreError> {
     let mut conn =
         Connection::open_in_memory().map_err(|e| StoreError::Unavailable(describe(db, &e)))?;
-    prepare(&mut conn, db, None)?;
+    prepare(&mut conn, db, None, Durability::Full)?;
     Ok(conn)
 }
 
@@ -219,7 +224,12 @@ fn directory_accepts_files(dir: &Path) -> bool {
     }
 }
 
-fn prepare(conn: &mut Connection, db: &str, path: Option<&Path>) -> Result<(), StoreError> {
+fn prepare(
+    conn: &mut Connection,
+    db: &str,
+    path: Option<&Path>,
+    durability: Durability,
+) -> Result<(), StoreError> {
     let unavailable = |e: rusqlite::Error| StoreError::Unavailable(explain(db, path, &e));
     conn.busy_timeout(BUSY_TIMEOUT).map_err(unavailable)?;
     // Reads only, up to the verdict.
@@ -239,7 +249,12 @@ fn prepare(conn: &mut Connection, db: &str, path: Option<&Path>) -> Result<(), S
         )));
     }
     // FULL: fsync at every commit, so a committed event survives power loss.
-    conn.pragma_update(None, "synchronous", "FULL")
+    // NORMAL (only if asked for): fsync at checkpoints.
+    let synchronous = match durability {
+        Durability::Full => "FULL",
+        Durability::Normal => "NORMAL",
+    };
+    conn.pragma_update(None, "synchronous", synchronous)
         .map_err(unavailable)?;
     migrate(conn, db).map_err(|e| match e {
         Fail::Sql(e) => StoreError::Unavailable(explain(db, path, &e)),

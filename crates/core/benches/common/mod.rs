@@ -9,7 +9,7 @@
     clippy::expect_used
 )]
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -22,13 +22,36 @@ use stepwise_core::{
     ToolError, ToolRegistry, ToolSpec,
 };
 
-/// A planner that answers every run with the same draft, instantly.
-pub struct FixedPlanner(pub DraftPlan);
+/// A planner that answers every run with the same draft. Copies made
+/// beforehand with [`prepare`](Self::prepare) are handed out first, so a
+/// timed run does not pay for copying the draft (a role's work, not the
+/// engine's); once they are used up, each answer is a fresh copy.
+pub struct FixedPlanner {
+    draft: DraftPlan,
+    prepared: Mutex<Vec<DraftPlan>>,
+}
+
+impl FixedPlanner {
+    pub fn new(draft: DraftPlan) -> Self {
+        Self {
+            draft,
+            prepared: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Makes `n` copies of the draft ready for the next `n` answers.
+    pub fn prepare(&self, n: u64) {
+        let mut prepared = self.prepared.lock().unwrap();
+        prepared.clear();
+        prepared.extend((0..n).map(|_| self.draft.clone()));
+    }
+}
 
 #[async_trait]
 impl Planner for FixedPlanner {
     async fn plan(&self, _request: PlanRequest<'_>) -> Result<Reply<DraftPlan>, RoleError> {
-        Ok(Reply::free(self.0.clone()))
+        let prepared = self.prepared.lock().unwrap().pop();
+        Ok(Reply::free(prepared.unwrap_or_else(|| self.draft.clone())))
     }
 }
 
@@ -134,12 +157,44 @@ pub fn layered(layers: usize, width: usize) -> Vec<Step> {
     steps
 }
 
+/// The draft a model would write for these steps: the fields the plan
+/// format requires, `depends_on` where there are dependencies, nothing the
+/// runtime manages (`status`, `attempts`) and no empty defaults.
+pub fn draft_of(steps: &[Step]) -> DraftPlan {
+    let steps: Vec<Value> = steps
+        .iter()
+        .map(|s| {
+            let mut step = json!({
+                "id": s.id,
+                "description": s.description,
+                "tool": s.tool,
+                "acceptance_criteria": s.acceptance_criteria,
+            });
+            if !s.depends_on.is_empty() {
+                step["depends_on"] = json!(s.depends_on);
+            }
+            step
+        })
+        .collect();
+    DraftPlan(json!({ "steps": steps }))
+}
+
 /// An engine that runs `plan` for every goal with a `work` tool of this
 /// latency and an instant `noop` tool, `concurrency` steps in flight at most.
 pub fn engine(plan: Vec<Step>, latency: Option<Duration>, concurrency: usize) -> Engine {
+    engine_and_planner(plan, latency, concurrency).0
+}
+
+/// [`engine`], and its planner.
+pub fn engine_and_planner(
+    plan: Vec<Step>,
+    latency: Option<Duration>,
+    concurrency: usize,
+) -> (Engine, Arc<FixedPlanner>) {
     let n = plan.len();
+    let planner = Arc::new(FixedPlanner::new(draft_of(&plan)));
     let roles = Roles::new(
-        Arc::new(FixedPlanner(DraftPlan::from_steps(plan))),
+        Arc::clone(&planner) as Arc<dyn Planner>,
         Arc::new(ScriptedRepairer::new([])),
         Arc::new(ScriptedAssessor::new([])),
         Arc::new(ScriptedReplanner::new([])),
@@ -153,7 +208,8 @@ pub fn engine(plan: Vec<Step>, latency: Option<Duration>, concurrency: usize) ->
         concurrency,
         ..RunConfig::default()
     };
-    Engine::new(roles, tools, config).expect("the bench tool's schema compiles")
+    let engine = Engine::new(roles, tools, config).expect("the bench tool's schema compiles");
+    (engine, planner)
 }
 
 /// Panics unless the run finished with every one of its `n` steps done.

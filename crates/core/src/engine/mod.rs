@@ -248,7 +248,8 @@ impl Engine {
             host,
         })
         .await?;
-        run.drive(Node::PrepareInput).await
+        run.drive(Node::PrepareInput).await?;
+        Ok(run.state)
     }
 }
 
@@ -298,7 +299,10 @@ type NodeResult = Result<Result<Node, RoleError>, EngineError>;
 impl Run<'_> {
     /// Walks the graph from `node` to END. Every move must be an edge of
     /// the graph; a role error ends the run as `failed` with an event.
-    async fn drive(mut self, mut node: Node) -> Result<RunState, EngineError> {
+    ///
+    /// It borrows the run rather than taking it, so that the caller's future
+    /// holds the run once, not once more inside this one's.
+    async fn drive(&mut self, mut node: Node) -> Result<(), EngineError> {
         while node != Node::End {
             let next = match self.step(node).await? {
                 Ok(next) => next,
@@ -318,7 +322,7 @@ impl Run<'_> {
             }
             node = next;
         }
-        Ok(self.state)
+        Ok(())
     }
 }
 
@@ -395,19 +399,27 @@ impl<'e> Run<'e> {
         }
     }
 
-    async fn record(&mut self, kind: EventKind) -> Result<(), EngineError> {
+    /// Applies an event to the state, then hands it to every sink.
+    ///
+    /// The event is applied when this is called (every caller awaits the
+    /// result at once), so the future keeps no copy of it: every node's
+    /// future awaits this one, and a run's future is as large as its largest.
+    fn record(&mut self, kind: EventKind) -> impl Future<Output = Result<(), EngineError>> + '_ {
         let event = Event {
             seq: self.state.execution_history.len() as u64 + 1,
             at: Utc::now(),
             kind,
         };
-        self.state.apply_owned(event)?;
-        if let Some(event) = self.state.execution_history.last() {
-            for sink in &self.engine.sinks {
-                sink.record(&self.state.run_id, event).await?;
+        let applied = self.state.apply_owned(event);
+        async move {
+            applied?;
+            if let Some(event) = self.state.execution_history.last() {
+                for sink in &self.engine.sinks {
+                    sink.record(&self.state.run_id, event).await?;
+                }
             }
+            Ok(())
         }
-        Ok(())
     }
 
     fn goal(&self) -> Result<&Goal, EngineError> {
@@ -477,10 +489,10 @@ impl<'e> Run<'e> {
 
     async fn validate_plan(&mut self) -> NodeResult {
         let draft =
-            self.state.pending_draft.clone().ok_or_else(|| {
+            self.state.pending_draft.as_ref().ok_or_else(|| {
                 EngineError::Invariant("validate_plan without a draft".to_owned())
             })?;
-        match validate(&draft, self.limits()) {
+        match validate(draft, self.limits()) {
             Ok(steps) => {
                 let plan = Plan {
                     version: self.state.plan.version + 1,

@@ -64,7 +64,8 @@ impl Engine {
                 return Ok(run.state);
             }
         };
-        run.drive(node).await
+        run.drive(node).await?;
+        Ok(run.state)
     }
 }
 
