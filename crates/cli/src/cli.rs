@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
+use stepwise_core::strategy::{DEFAULT_STRATEGY, StrategyRegistry};
 
 /// Plan-and-execute runtime for LLM agents.
 #[derive(Debug, Parser)]
@@ -48,6 +49,17 @@ pub(crate) enum Command {
     Plan(PlanCommand),
     /// List the built-in tools.
     Tools(ToolsArgs),
+    /// List the strategies `run --strategy` and `bench` accept.
+    Strategies(StrategiesArgs),
+    /// Run every task of a suite with several strategies and compare them:
+    /// success on each task's checks, role and model calls, tokens, tool
+    /// calls, replans, wall time, final status.
+    ///
+    /// Runs are kept in memory, never in the run database. The table (or
+    /// --json / --csv) goes to stdout, a line per finished run to stderr.
+    /// Exit status: 0 the bench ran (whatever the results), 2 usage error
+    /// (a missing or malformed suite, an unknown strategy), 1 a run broke down.
+    Bench(BenchArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -117,6 +129,11 @@ pub(crate) struct RunArgs {
     /// Most steps running at once.
     #[arg(long, value_name = "N", default_value_t = 4, value_parser = at_least_one)]
     pub(crate) concurrency: usize,
+
+    /// How to run the goal (see `stepwise strategies`): plan-execute,
+    /// plan-solve, verified, react, react-isolated or router.
+    #[arg(long, value_name = "NAME", default_value = DEFAULT_STRATEGY, value_parser = strategy_name)]
+    pub(crate) strategy: String,
 
     #[command(flatten)]
     pub(crate) output: OutputArgs,
@@ -275,6 +292,53 @@ pub(crate) struct ToolsArgs {
     /// Print the tools' full specs (with argument schemas) as JSON.
     #[arg(long)]
     pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct StrategiesArgs {
+    /// Print the strategies as JSON (`name`, `description`, `default`).
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct BenchArgs {
+    /// The suite: a TOML file of tasks (see docs/bench.md).
+    #[arg(value_name = "SUITE", default_value = "examples/bench/suite.toml")]
+    pub(crate) suite: PathBuf,
+
+    /// Strategies to compare, comma-separated (default: every built-in one).
+    #[arg(long, value_name = "A,B,…", value_delimiter = ',', value_parser = strategy_name)]
+    pub(crate) strategies: Vec<String>,
+
+    /// Print the runs and the per-strategy summary as JSON.
+    #[arg(long, conflicts_with = "csv")]
+    pub(crate) json: bool,
+
+    /// Print one CSV row per run.
+    #[arg(long)]
+    pub(crate) csv: bool,
+
+    /// The model behind the roles (see `run --model`); default offline.
+    #[arg(long, value_name = "SPEC")]
+    pub(crate) model: Option<String>,
+
+    /// No progress on stderr.
+    #[arg(long, short)]
+    pub(crate) quiet: bool,
+}
+
+/// The name of a built-in strategy.
+fn strategy_name(s: &str) -> Result<String, String> {
+    let registry = StrategyRegistry::builtin();
+    if registry.get(s).is_some() {
+        Ok(s.to_owned())
+    } else {
+        Err(format!(
+            "unknown strategy; expected one of: {}",
+            registry.names().join(", ")
+        ))
+    }
 }
 
 /// A whole number of at least 1.

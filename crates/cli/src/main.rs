@@ -8,6 +8,7 @@
 //! waits for an approval, 5 a run was cancelled.
 
 mod act_cmd;
+mod bench_cmd;
 mod cli;
 mod config;
 mod db;
@@ -19,6 +20,7 @@ mod replay_cmd;
 mod run_cmd;
 mod runs_cmd;
 mod session;
+mod strategies_cmd;
 mod tools_cmd;
 
 use std::process::ExitCode;
@@ -31,7 +33,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let is_run = matches!(
         cli.command,
-        Command::Run(_) | Command::Resume(_) | Command::Replay(_)
+        Command::Run(_) | Command::Resume(_) | Command::Replay(_) | Command::Bench(_)
     );
     let db = cli.db.as_ref();
     let result = match &cli.command {
@@ -46,6 +48,8 @@ fn main() -> ExitCode {
         Command::Plan(PlanCommand::Validate(args)) => plan_cmd::validate(args),
         Command::Plan(PlanCommand::Schema) => plan_cmd::schema(),
         Command::Tools(args) => tools_cmd::list(args),
+        Command::Strategies(args) => strategies_cmd::list(args),
+        Command::Bench(args) => bench_cmd::bench(args),
     };
     match result {
         Ok(code) => code,

@@ -216,7 +216,9 @@ impl<W: Write> Progress<W> {
                 let gaps = new_gaps.iter().map(|g| clip(&format!("  gap: {g}")));
                 return std::iter::once(head).chain(gaps).collect();
             }
-            K::StopConditionMet { condition, detail } => format!("stop: {condition} — {detail}"),
+            K::StopConditionMet {
+                condition, detail, ..
+            } => format!("stop: {condition} — {detail}"),
             K::Replanned {
                 replan_count: n,
                 reason,
@@ -231,7 +233,7 @@ impl<W: Write> Progress<W> {
                 (n, r) => format!("report written ({n} evidence, {r} rejected)"),
             },
             K::NeedsReview { reason } => format!("needs review: {reason}"),
-            K::RunFailed { error } => format!("run failed: {error}"),
+            K::RunFailed { error, .. } => format!("run failed: {error}"),
             K::PlanReviewRequested { version } => format!("plan v{version} waits for review"),
             K::ApprovalRequested {
                 step, tool, args, ..
@@ -245,6 +247,30 @@ impl<W: Write> Progress<W> {
             K::RunResumed { by, .. } => format!("resumed by {by}"),
             K::RunCancelled { reason } => format!("cancelled: {reason}"),
             K::ModelCalled { role, exchange } => model_line(role, exchange),
+            K::StrategyChosen {
+                strategy, reason, ..
+            } => format!("strategy {strategy}: {reason}"),
+            K::StepAdded { step, .. } => {
+                format!(
+                    "[{}] added: {} {}",
+                    step.id,
+                    step.tool,
+                    serde_json::Value::Object(step.args.clone())
+                )
+            }
+            K::StepSkipped { step, reason } => format!("[{step}] skipped: {reason}"),
+            K::StepSummarized { step, summary, .. } => format!("[{step}] summary: {summary}"),
+            K::GapsNoted { gaps } => format!("gaps: {}", gaps.join("; ")),
+            K::Verified {
+                iteration,
+                verification: v,
+                ..
+            } => format!(
+                "verified (iteration {iteration}): completeness {:.2}, confidence {:.2}, {} missing",
+                v.completeness,
+                v.confidence,
+                v.missing.len()
+            ),
         };
         vec![clip(&line)]
     }

@@ -71,6 +71,7 @@ pub(crate) fn run(args: &RunArgs, db_flag: Option<&PathBuf>) -> anyhow::Result<E
         concurrency: args.concurrency,
         plan,
         review: args.review,
+        strategy: args.strategy.clone(),
     };
     // Check the notes before creating anything in the database.
     session::load_corpus(&host.notes, true)?;

@@ -18,6 +18,7 @@ use stepwise_core::{
 use stepwise_store::SqliteStore;
 
 use crate::cli::{RunsArgs, ShowArgs};
+use crate::config::Price;
 use crate::db;
 use crate::output;
 use crate::run_cmd::UsageError;
@@ -158,8 +159,17 @@ fn show_run(args: &ShowArgs, flag: Option<&PathBuf>) -> anyhow::Result<ExitCode>
         json.push('\n');
         json
     } else if args.json {
-        let mut json =
-            serde_json::to_string_pretty(&state.final_output()).context("cannot encode the run")?;
+        let mut value =
+            serde_json::to_value(state.final_output()).context("cannot encode the run")?;
+        let price = crate::session::price(&state);
+        if let (Some((model, price)), Value::Object(map)) = (&price, &mut value) {
+            map.insert(
+                "cost".to_owned(),
+                serde_json::json!({"model": model, "usd": price.cost(&state.usage)}),
+            );
+        }
+        price_usage_breakdown(&mut value, price.map(|(_, p)| p));
+        let mut json = serde_json::to_string_pretty(&value).context("cannot encode the run")?;
         json.push('\n');
         json
     } else if args.mermaid {
@@ -211,6 +221,14 @@ fn summary(state: &RunState) -> String {
         &format!("{} of at most {}", state.replan_count, state.max_replans),
     );
     field(&mut text, "usage", &usage_line(&state.usage));
+    let price = crate::session::price(state);
+    if let Some((model, price)) = &price {
+        field(
+            &mut text,
+            "cost",
+            &format!("{} ({model})", usd(price.cost(&state.usage))),
+        );
+    }
 
     if !state.plan.steps.is_empty() {
         text.push_str(&format!("\nPlan (version {})\n", state.plan.version));
@@ -238,6 +256,8 @@ fn summary(state: &RunState) -> String {
             text.push('\n');
         }
     }
+
+    text.push_str(&usage_table(state, price.as_ref().map(|(_, p)| p)));
 
     if !state.plan_errors.is_empty() {
         text.push_str("\nPlan problems\n");
@@ -416,6 +436,96 @@ fn next_command(state: &RunState) -> Option<String> {
 }
 
 // ---------------------------------------------------------------------------
+// Model usage per step and per role
+
+/// With a price, adds `cost_usd` to each entry of the output's
+/// `usage_by_step` and `usage_by_role` (the run's final output computes the
+/// split; the price table is the CLI's).
+pub(crate) fn price_usage_breakdown(value: &mut Value, price: Option<Price>) {
+    let Some(price) = price else { return };
+    for key in ["usage_by_step", "usage_by_role"] {
+        let Some(Value::Object(parts)) = value.get_mut(key) else {
+            continue;
+        };
+        for part in parts.values_mut() {
+            let Ok(usage) = serde_json::from_value::<Usage>(part.clone()) else {
+                continue;
+            };
+            if let Value::Object(map) = part {
+                map.insert("cost_usd".to_owned(), serde_json::json!(price.cost(&usage)));
+            }
+        }
+    }
+}
+
+/// `$0.000180`: enough digits for the cost of one call.
+fn usd(amount: f64) -> String {
+    format!("${amount:.6}")
+}
+
+/// The summary's "Model usage" table: each step that called a model (plan
+/// order), then each other role that did, with calls, tokens and (with a
+/// price) cost. Empty when the run made no model call.
+fn usage_table(state: &RunState, price: Option<&Price>) -> String {
+    let steps = stepwise_core::usage::usage_by_step(&state.execution_history);
+    let roles = stepwise_core::usage::usage_by_role(&state.execution_history);
+    let mut labelled: Vec<(String, Usage)> = state
+        .plan
+        .steps
+        .iter()
+        .filter_map(|s| steps.get(&s.id).map(|u| (format!("step {}", s.id), *u)))
+        .collect();
+    // Steps no longer in the plan, if any.
+    labelled.extend(
+        steps
+            .iter()
+            .filter(|(id, _)| state.plan.step(id).is_none())
+            .map(|(id, u)| (format!("step {id}"), *u)),
+    );
+    labelled.extend(roles.into_iter());
+    let rows: Vec<[String; 5]> = labelled
+        .into_iter()
+        .map(|(label, u)| {
+            [
+                label,
+                output::plural(usize::try_from(u.llm_calls).unwrap_or(usize::MAX), "call"),
+                format!("{} in", u.input_tokens),
+                format!("{} out", u.output_tokens),
+                price.map(|p| usd(p.cost(&u))).unwrap_or_default(),
+            ]
+        })
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut widths = [0usize; 5];
+    for row in &rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let mut text = String::from("\nModel usage\n");
+    for row in &rows {
+        let mut line = String::new();
+        for (i, (cell, width)) in row.iter().zip(widths).enumerate() {
+            let pad = width.saturating_sub(cell.chars().count());
+            line.push_str("  ");
+            // The label and the calls to the left, tokens and cost to the right.
+            if i < 2 {
+                line.push_str(cell);
+                line.extend(std::iter::repeat_n(' ', pad));
+            } else {
+                line.extend(std::iter::repeat_n(' ', pad));
+                line.push_str(cell);
+            }
+        }
+        text.push_str(line.trim_end());
+        text.push('\n');
+    }
+    text
+}
+
+// ---------------------------------------------------------------------------
 // Events
 
 /// `stepwise show --events`: one line per event.
@@ -539,7 +649,9 @@ fn event_detail(kind: &EventKind) -> String {
             reason,
             ..
         } => format!("{step} {}: {reason}", verdict_name(*verdict)),
-        EventKind::StopConditionMet { condition, detail } => format!("{condition}: {detail}"),
+        EventKind::StopConditionMet {
+            condition, detail, ..
+        } => format!("{condition}: {detail}"),
         EventKind::Replanned {
             replan_count,
             reason,
@@ -562,7 +674,7 @@ fn event_detail(kind: &EventKind) -> String {
             text
         }
         EventKind::NeedsReview { reason } => reason.clone(),
-        EventKind::RunFailed { error } => error.clone(),
+        EventKind::RunFailed { error, .. } => error.clone(),
         EventKind::PlanReviewRequested { version } => format!("version {version}"),
         EventKind::ApprovalRequested {
             step,
@@ -602,6 +714,28 @@ fn event_detail(kind: &EventKind) -> String {
             text
         }
         EventKind::RunCancelled { reason } => reason.clone(),
+        EventKind::StrategyChosen {
+            strategy, reason, ..
+        } => format!("{strategy}: {reason}"),
+        EventKind::StepAdded { step, .. } => format!(
+            "{}: {} {}",
+            step.id,
+            step.tool,
+            serde_json::Value::Object(step.args.clone())
+        ),
+        EventKind::StepSkipped { step, reason } => format!("{step}: {reason}"),
+        EventKind::StepSummarized { step, summary, .. } => format!("{step}: {summary}"),
+        EventKind::GapsNoted { gaps } => gaps.join("; "),
+        EventKind::Verified {
+            iteration,
+            verification: v,
+            ..
+        } => format!(
+            "iteration {iteration}: completeness {:.2}, confidence {:.2}; missing: {}",
+            v.completeness,
+            v.confidence,
+            v.missing.join("; ")
+        ),
         EventKind::ModelCalled { role, exchange } => {
             let what = match &exchange.outcome {
                 stepwise_core::model::ExchangeOutcome::Response { response } => format!(

@@ -17,9 +17,10 @@ use stepwise_core::engine::{
 };
 use stepwise_core::event::ChannelSink;
 use stepwise_core::roles::{PlanRequest, Planner, Reply, ReviewDecision, Reviewer, RoleError};
+use stepwise_core::strategy::{Strategy, StrategyRegistry};
 use stepwise_core::{
-    DraftPlan, Engine, EngineError, Goal, Lease, Plan, RunConfig, RunLease, RunState, RunStatus,
-    StepStatus, StoreSink, ToolRegistry,
+    DraftPlan, Engine, EngineError, Goal, Lease, Plan, Roles, RunConfig, RunLease, RunState,
+    RunStatus, StepStatus, StoreSink, ToolRegistry,
 };
 use stepwise_llm::call::CallPolicy;
 use stepwise_llm::roles::{Prompts, llm_roles};
@@ -27,7 +28,7 @@ use stepwise_store::SqliteStore;
 use stepwise_tools::notes::Corpus;
 
 use crate::cli::{ApproveMode, OutputArgs};
-use crate::config::Config;
+use crate::config::{Config, Price};
 use crate::db::{self, LEASE_TTL_MS};
 use crate::output;
 use crate::progress::{Mode, Progress};
@@ -63,6 +64,10 @@ pub(crate) struct Host {
     /// Prompt templates overriding the built-in ones.
     #[serde(default)]
     pub(crate) prompts: Option<PathBuf>,
+    /// The strategy's name. Not stored here: the run records it in
+    /// `run_started.strategy`, and [`Host::of`] reads it from there.
+    #[serde(skip)]
+    pub(crate) strategy: String,
 }
 
 fn offline() -> String {
@@ -72,13 +77,51 @@ fn offline() -> String {
 impl Host {
     /// The host settings a run recorded.
     pub(crate) fn of(state: &RunState) -> anyhow::Result<Host> {
-        serde_json::from_value(state.host.clone()).map_err(|e| {
+        let mut host: Host = serde_json::from_value(state.host.clone()).map_err(|e| {
             anyhow!(
                 "run {} was not started by `stepwise run` (no notes folder on record: {e})",
                 state.run_id
             )
-        })
+        })?;
+        host.strategy.clone_from(&state.strategy);
+        Ok(host)
     }
+}
+
+/// The built-in strategy called `name`; an unknown name is a usage error
+/// listing the valid ones.
+pub(crate) fn strategy(name: &str) -> anyhow::Result<Arc<dyn Strategy>> {
+    let registry = StrategyRegistry::builtin();
+    registry.get(name).ok_or_else(|| {
+        anyhow::Error::new(UsageError(anyhow!(
+            "unknown strategy `{name}`; expected one of: {}",
+            registry.names().join(", ")
+        )))
+    })
+}
+
+/// The roles over `corpus`: the offline ones without a model, else the
+/// LLM-backed ones with the built-in prompts or those in `prompts`.
+pub(crate) fn roles(
+    model: Option<&Arc<dyn ChatModel>>,
+    prompts: Option<&Path>,
+    corpus: Arc<Corpus>,
+    replay: bool,
+) -> anyhow::Result<Roles> {
+    let Some(model) = model else {
+        return Ok(stepwise_llm::offline::roles(corpus));
+    };
+    let prompts = match prompts {
+        Some(dir) => Prompts::from_dir(dir).map_err(|e| {
+            anyhow::Error::new(UsageError(anyhow!("--prompts {}: {e}", dir.display())))
+        })?,
+        None => Prompts::embedded(),
+    };
+    let mut policy = CallPolicy::default();
+    if replay {
+        policy.retry.max_delay_ms = 0; // nothing to wait for: the answers are on record
+    }
+    Ok(llm_roles(Arc::clone(model), policy, prompts))
 }
 
 /// Plans by returning the plan the user gave.
@@ -282,6 +325,7 @@ impl Session {
         model: Option<Arc<dyn ChatModel>>,
         replay_of: Option<&RunState>,
     ) -> anyhow::Result<Session> {
+        let strategy = strategy(&host.strategy)?;
         let lease = db::take_lease(store.as_ref(), run).await?;
         let corpus = Arc::new(load_corpus(&host.notes, quiet)?);
         let mut tools = ToolRegistry::new();
@@ -299,22 +343,12 @@ impl Session {
             Some(original) => crate::replay_cmd::without_side_effects(slowed(tools), original),
             None => slowed(tools),
         };
-        let mut roles = match &model {
-            None => stepwise_llm::offline::roles(corpus),
-            Some(model) => {
-                let prompts = match &host.prompts {
-                    Some(dir) => Prompts::from_dir(dir).map_err(|e| {
-                        anyhow::Error::new(UsageError(anyhow!("--prompts {}: {e}", dir.display())))
-                    })?,
-                    None => Prompts::embedded(),
-                };
-                let mut policy = CallPolicy::default();
-                if replay_of.is_some() {
-                    policy.retry.max_delay_ms = 0; // nothing to wait for: the answers are on record
-                }
-                llm_roles(Arc::clone(model), policy, prompts)
-            }
-        };
+        let mut roles = roles(
+            model.as_ref(),
+            host.prompts.as_deref(),
+            corpus,
+            replay_of.is_some(),
+        )?;
         if let Some(plan) = &host.plan {
             roles.planner = Arc::new(GivenPlan(plan.clone()));
         }
@@ -333,6 +367,7 @@ impl Session {
         };
         let engine = Engine::new(roles, tools, config)
             .context("the built-in tools are misconfigured")?
+            .with_strategy(strategy)
             .with_approver(approver)
             .with_idempotency_log(Arc::clone(&store) as _)
             .with_sink(Arc::new(StoreSink::new(
@@ -394,12 +429,17 @@ impl Session {
     }
 }
 
-/// What the run's model calls cost, if `stepwise.toml` has a price for the model.
-fn cost(state: &RunState) -> Option<(String, f64)> {
+/// The run's model and its price, if `stepwise.toml` has one for it.
+pub(crate) fn price(state: &RunState) -> Option<(String, Price)> {
     let host = Host::of(state).ok()?;
     let cwd = std::env::current_dir().ok()?;
     let price = Config::load(&cwd).ok()?.price(&host.model)?;
-    Some((host.model, price.cost(&state.usage)))
+    Some((host.model, price))
+}
+
+/// What the run's model calls cost, if `stepwise.toml` has a price for the model.
+fn cost(state: &RunState) -> Option<(String, f64)> {
+    price(state).map(|(model, price)| (model, price.cost(&state.usage)))
 }
 
 /// Prints the run's output and maps its status to the exit code.
@@ -414,6 +454,7 @@ pub(crate) fn finish(state: &RunState, out: &OutputArgs) -> anyhow::Result<ExitC
                 serde_json::json!({"model": model, "usd": usd}),
             );
         }
+        crate::runs_cmd::price_usage_breakdown(&mut value, price(state).map(|(_, p)| p));
         let mut json = serde_json::to_string_pretty(&value).context("cannot encode the output")?;
         json.push('\n');
         json

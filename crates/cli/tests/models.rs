@@ -348,3 +348,201 @@ fn stepwise_toml_sets_the_base_url_and_prices_the_run() {
     );
     assert_eq!(server.requests().len(), 3);
 }
+
+/// A plan whose second step leaves the note id open for the model executor.
+fn open_plan() -> Value {
+    json!({"steps": [
+        {"id": "find", "description": "Find the latency budget", "tool": "search_notes",
+         "args": {"query": "latency budget first token"},
+         "acceptance_criteria": ["a passage about the latency budget"]},
+        {"id": "read", "description": "Read the note that sets the latency budget", "tool": "read_note",
+         "args": {"id": {"$open": "the note_id of the search hit about the latency budget"}},
+         "depends_on": ["find"], "acceptance_criteria": ["the note's full text"]}
+    ]})
+}
+
+/// `(calls, in, out)` of a usage object in JSON.
+fn triple(v: &Value) -> (u64, u64, u64) {
+    (
+        v["llm_calls"].as_u64().unwrap(),
+        v["input_tokens"].as_u64().unwrap(),
+        v["output_tokens"].as_u64().unwrap(),
+    )
+}
+
+#[test]
+fn an_open_argument_is_filled_by_the_model_and_show_splits_usage_by_step_and_role() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = rt.block_on(FakeServer::start());
+    let env = Env::new("open");
+    server
+        .push(answer(&assessment()))
+        .push(answer(&json!({"id": "latency-budget"}).to_string()))
+        .push(answer(&assessment()))
+        .push(answer(&report()));
+    std::fs::write(
+        env.dir.join("stepwise.toml"),
+        "[prices.\"openai:gpt-test\"]\ninput_per_mtok = 1.0\noutput_per_mtok = 2.0\n",
+    )
+    .unwrap();
+    std::fs::write(env.dir.join("plan.json"), open_plan().to_string()).unwrap();
+    let base = format!("{}/v1", server.url);
+    let notes = notes();
+    let out = env.stepwise(
+        &base,
+        &[
+            "run",
+            "What is our latency budget?",
+            "--notes",
+            &notes,
+            "--plan",
+            "plan.json",
+            "--model",
+            "openai:gpt-test",
+            "--json",
+            "--quiet",
+            "--run-id",
+            "run_open",
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["status"], "ok");
+    assert_eq!(
+        v["step_results"]["read"]["output"]["note_id"],
+        "latency-budget"
+    );
+    // The run's own output splits usage too.
+    assert_eq!(triple(&v["usage_by_step"]["read"]), (1, 120, 30));
+
+    // The executor's request: only the open argument, with the tool's schema
+    // for it, and the step's isolated context.
+    let requests = server.requests();
+    assert_eq!(requests.len(), 4);
+    let executor = &requests[1].body;
+    let schema = &executor["response_format"]["json_schema"]["schema"];
+    assert_eq!(schema["required"], json!(["id"]), "{executor}");
+    assert_eq!(schema["properties"]["id"]["type"], "string");
+    let prompt = executor["messages"].to_string();
+    assert!(
+        prompt.contains("the note_id of the search hit about the latency budget")
+            && prompt.contains("note_id: latency-budget"),
+        "{prompt}"
+    );
+    let calls: Vec<&Value> = v["execution_history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "model_called")
+        .collect();
+    let roles: Vec<&str> = calls.iter().map(|c| c["role"].as_str().unwrap()).collect();
+    assert_eq!(
+        roles,
+        ["assessor", "step_executor", "assessor", "synthesizer"]
+    );
+
+    // `show`: the cost, and a table of calls, tokens and cost per step and role.
+    let show = env.stepwise(&base, &["show", "run_open"]);
+    assert_eq!(show.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&show.stdout).into_owned();
+    assert!(
+        text.contains("cost      $0.000720 (openai:gpt-test)"),
+        "{text}"
+    );
+    let table: Vec<&str> = text
+        .lines()
+        .skip_while(|l| *l != "Model usage")
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .collect();
+    let row = |label: &str| -> Vec<&str> {
+        let line = table
+            .iter()
+            .find(|l| l.trim_start().starts_with(label))
+            .unwrap_or_else(|| panic!("no {label} row in\n{text}"));
+        line[line.find(label).unwrap() + label.len()..]
+            .split_whitespace()
+            .collect()
+    };
+    assert_eq!(table.len(), 3, "{text}");
+    assert_eq!(
+        row("step read"),
+        ["1", "call", "120", "in", "30", "out", "$0.000180"]
+    );
+    assert_eq!(
+        row("assessor"),
+        ["2", "calls", "240", "in", "60", "out", "$0.000360"]
+    );
+    assert_eq!(
+        row("synthesizer"),
+        ["1", "call", "120", "in", "30", "out", "$0.000180"]
+    );
+
+    // `show --json`: every step, every other role, and the parts add up.
+    let show = env.stepwise(&base, &["show", "run_open", "--json"]);
+    assert_eq!(show.status.code(), Some(0));
+    let j: Value = serde_json::from_slice(&show.stdout).unwrap();
+    assert_eq!(triple(&j["usage_by_step"]["read"]), (1, 120, 30));
+    assert!(
+        j["usage_by_step"].get("find").is_none(),
+        "no model call, no entry"
+    );
+    assert!((j["usage_by_step"]["read"]["cost_usd"].as_f64().unwrap() - 180e-6).abs() < 1e-12);
+    assert_eq!(triple(&j["usage_by_role"]["assessor"]), (2, 240, 60));
+    assert_eq!(triple(&j["usage_by_role"]["synthesizer"]), (1, 120, 30));
+    assert!(j["usage_by_role"].get("step_executor").is_none());
+    let parts = j["usage_by_step"]
+        .as_object()
+        .unwrap()
+        .values()
+        .chain(j["usage_by_role"].as_object().unwrap().values())
+        .map(triple)
+        .fold((0, 0, 0), |a, b| (a.0 + b.0, a.1 + b.1, a.2 + b.2));
+    assert_eq!(parts, triple(&j["usage"]));
+    assert_eq!(parts, (4, 480, 120));
+    assert!((j["cost"]["usd"].as_f64().unwrap() - 720e-6).abs() < 1e-12);
+}
+
+#[test]
+fn offline_an_open_argument_fails_its_step_naming_the_argument() {
+    let env = Env::new("open-offline");
+    std::fs::write(env.dir.join("plan.json"), open_plan().to_string()).unwrap();
+    let notes = notes();
+    let out = env.stepwise(
+        "http://127.0.0.1:9/v1",
+        &[
+            "run",
+            "What is our latency budget?",
+            "--notes",
+            &notes,
+            "--plan",
+            "plan.json",
+            "--json",
+            "--quiet",
+        ],
+    );
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let failure = v["execution_history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["kind"] == "step_failed" && e["step"] == "read")
+        .unwrap_or_else(|| panic!("no step_failed for read: {v}"));
+    assert_eq!(failure["failure"]["class"], "persistent");
+    assert_eq!(failure["failure"]["kind"], "invalid_args");
+    let message = failure["failure"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("argument `id` of read_note is open and no model executor is configured"),
+        "{message}"
+    );
+    assert_eq!(
+        v["step_results"]["find"]["attempts"], 1,
+        "the other step ran"
+    );
+}

@@ -245,6 +245,51 @@ fn an_invalid_plan_exits_1_with_every_problem() {
 }
 
 #[test]
+fn open_arguments_are_valid_except_on_side_effect_tools() {
+    let dir = TempDir::new("open-args");
+    let plan = json!({"steps": [
+        step("find", "search", json!({"query": "rag"}), &[]),
+        step("narrow", "search",
+             json!({"query": {"$open": "a narrower query from what ${find} found"}}), &["find"]),
+    ]});
+    dir.json("plan.json", &plan).json("tools.json", &tools());
+    let run = stepwise(
+        &dir,
+        &["plan", "validate", "plan.json", "--tools", "tools.json"],
+    );
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert_eq!(run.stdout, "plan.json: valid plan, 2 steps\n");
+
+    // A side-effect tool must have every argument in the plan (approvals
+    // cover exact arguments): a clear, repairable diagnostic.
+    let plan = json!({"steps": [
+        step("mail", "send_mail", json!({"to": {"$open": "whoever asked"}}), &[]),
+    ]});
+    dir.json("mail.json", &plan);
+    let run = stepwise(
+        &dir,
+        &[
+            "plan",
+            "validate",
+            "mail.json",
+            "--tools",
+            "tools.json",
+            "--json",
+        ],
+    );
+    assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
+    assert_eq!(run.codes(), ["open_argument_side_effect"]);
+    let d = &run.json()[0];
+    assert_eq!(d["path"], "/steps/0/args/to");
+    assert_eq!(d["repairable"], true);
+    let message = d["message"].as_str().unwrap();
+    assert!(
+        message.contains("argument `to` of send_mail is open") && message.contains("side effects"),
+        "{message}"
+    );
+}
+
+#[test]
 fn a_document_that_is_json_but_not_a_plan_is_invalid_not_a_usage_error() {
     let dir = TempDir::new("not-a-plan");
     dir.write("plan.json", "42").json("tools.json", &tools());

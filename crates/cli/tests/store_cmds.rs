@@ -111,6 +111,7 @@ fn planned(run: &str) -> Vec<EventKind> {
             max_steps: 10,
             max_repairs: 2,
             host: Value::Null,
+            strategy: "plan-execute".into(),
         },
         EventKind::InputPrepared {
             goal: Goal {

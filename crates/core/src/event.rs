@@ -13,8 +13,8 @@ use serde_json::Value;
 use crate::failure::StepFailure;
 use crate::goal::{Constraints, Goal};
 use crate::ids::{RunId, StepId};
-use crate::plan::Plan;
 use crate::plan::validate::Diagnostic;
+use crate::plan::{Plan, Step};
 use crate::roles::{Evidence, Verdict};
 use crate::state::StepResult;
 use crate::usage::Usage;
@@ -41,6 +41,28 @@ pub enum StopCondition {
     MaxSteps,
     /// The plan is still invalid after the allowed repair attempts.
     MaxRepairs,
+    /// The run spent its token budget (`constraints.token_budget`).
+    TokenBudget,
+    /// `verified`: completeness reached its threshold.
+    CompletenessThreshold,
+    /// `verified`: the verifier is confident enough, with enough completeness.
+    ConfidenceThreshold,
+    /// `verified`: the last iteration improved completeness too little.
+    DiminishingReturns,
+    /// `verified`: the iterations allowed are used up.
+    MaxIterations,
+    /// ReAct: the tool calls allowed are used up.
+    ToolCallCap,
+    /// `plan-solve`: a step failed and the strategy never replans.
+    NoReplanning,
+}
+
+impl StopCondition {
+    /// Whether the run stops for a person (bounds of the planning loop) rather
+    /// than writing its report with what it has.
+    pub fn needs_review(self) -> bool {
+        matches!(self, Self::MaxReplans | Self::MaxSteps | Self::MaxRepairs)
+    }
 }
 
 impl fmt::Display for StopCondition {
@@ -49,6 +71,13 @@ impl fmt::Display for StopCondition {
             Self::MaxReplans => "max_replans",
             Self::MaxSteps => "max_steps",
             Self::MaxRepairs => "max_repairs",
+            Self::TokenBudget => "token_budget",
+            Self::CompletenessThreshold => "completeness_threshold",
+            Self::ConfidenceThreshold => "confidence_threshold",
+            Self::DiminishingReturns => "diminishing_returns",
+            Self::MaxIterations => "max_iterations",
+            Self::ToolCallCap => "tool_call_cap",
+            Self::NoReplanning => "no_replanning",
         })
     }
 }
@@ -84,6 +113,63 @@ pub enum EventKind {
         /// notes folder), so a resume can rebuild the same tools.
         #[serde(default, skip_serializing_if = "Value::is_null")]
         host: Value,
+        /// The strategy the run was started with (its name in the registry).
+        #[serde(default = "default_strategy")]
+        strategy: String,
+    },
+    /// The strategy decided how to drive the run (after prepare_input).
+    StrategyChosen {
+        /// The strategy's name.
+        strategy: String,
+        /// How the run is driven.
+        driver: crate::strategy::Driver,
+        /// Why (a router's classification and reason).
+        reason: String,
+        /// What deciding cost.
+        #[serde(default)]
+        usage: Usage,
+    },
+    /// ReAct: the actor chose a tool call; it joins the plan as a step.
+    StepAdded {
+        /// The step (its description is the actor's thought).
+        step: Step,
+        /// What choosing it cost.
+        #[serde(default)]
+        usage: Usage,
+    },
+    /// A pending step will not run (its dependency failed and the strategy
+    /// does not replan); the reason becomes a knowledge gap.
+    StepSkipped {
+        /// The step.
+        step: StepId,
+        /// Why.
+        reason: String,
+    },
+    /// Knowledge gaps a role named outside an assessment (the ReAct actor's
+    /// answer); they join the run's gaps.
+    GapsNoted {
+        /// The gaps.
+        gaps: Vec<String>,
+    },
+    /// `react-isolated`: the summary of a step's result the actor will see.
+    StepSummarized {
+        /// The step.
+        step: StepId,
+        /// The summary.
+        summary: String,
+        /// What summarizing cost.
+        #[serde(default)]
+        usage: Usage,
+    },
+    /// `verified`: the verifier's judgement of an iteration.
+    Verified {
+        /// 1 for the first plan, +1 per replan.
+        iteration: u32,
+        /// The judgement.
+        verification: crate::strategy::verify::Verification,
+        /// What it cost.
+        #[serde(default)]
+        usage: Usage,
     },
     /// prepare_input refused the input; no model was called.
     InputRejected {
@@ -155,7 +241,8 @@ pub enum EventKind {
         /// What the executor's model calls cost, if any.
         usage: Usage,
     },
-    /// A step attempt failed (running -> failed).
+    /// A step attempt failed (running -> failed). `failure.usage` is what
+    /// the executor's model calls cost on the attempt.
     StepFailed {
         /// The step.
         step: StepId,
@@ -205,6 +292,9 @@ pub enum EventKind {
         condition: StopCondition,
         /// Details for a person.
         detail: String,
+        /// What the stop leaves unanswered; they become knowledge gaps.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        gaps: Vec<String>,
     },
     /// replan: the replanner's draft for the remaining work.
     Replanned {
@@ -237,6 +327,10 @@ pub enum EventKind {
     RunFailed {
         /// The error.
         error: String,
+        /// What the failed role's model calls cost (answers that could not
+        /// be used are paid for too).
+        #[serde(default, skip_serializing_if = "Usage::is_zero")]
+        usage: Usage,
     },
     /// review_plan deferred to a person: the plan version waits for `stepwise approve`.
     PlanReviewRequested {
@@ -311,6 +405,10 @@ pub enum EventKind {
     },
 }
 
+fn default_strategy() -> String {
+    crate::strategy::DEFAULT_STRATEGY.to_owned()
+}
+
 impl EventKind {
     /// The snake_case name of the kind, as in JSON.
     pub fn name(&self) -> &'static str {
@@ -331,6 +429,12 @@ impl EventKind {
             Self::StepTerminated { .. } => "step_terminated",
             Self::Assessed { .. } => "assessed",
             Self::StopConditionMet { .. } => "stop_condition_met",
+            Self::StrategyChosen { .. } => "strategy_chosen",
+            Self::StepAdded { .. } => "step_added",
+            Self::StepSkipped { .. } => "step_skipped",
+            Self::StepSummarized { .. } => "step_summarized",
+            Self::GapsNoted { .. } => "gaps_noted",
+            Self::Verified { .. } => "verified",
             Self::Replanned { .. } => "replanned",
             Self::Synthesized { .. } => "synthesized",
             Self::NeedsReview { .. } => "needs_review",

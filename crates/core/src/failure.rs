@@ -7,6 +7,9 @@ use std::fmt;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::model::ModelExchange;
+use crate::usage::Usage;
+
 /// The class of a failure. Every error type that can end a step maps to one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -65,6 +68,16 @@ pub struct StepFailure {
     /// A delay the tool asked for (e.g. HTTP Retry-After), in milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_after_ms: Option<u64>,
+    /// What the executor's model calls cost on this attempt (an LLM executor
+    /// that called a model and then failed). Counted in the run's usage when
+    /// the `step_failed` event is applied.
+    #[serde(default, skip_serializing_if = "Usage::is_zero")]
+    pub usage: Usage,
+    /// The model calls made on this attempt. The engine records each as a
+    /// `model_called` event (role `step_executor`) before `step_failed`, so
+    /// they are not serialised with the failure.
+    #[serde(skip)]
+    pub exchanges: Vec<ModelExchange>,
 }
 
 impl StepFailure {
@@ -75,7 +88,18 @@ impl StepFailure {
             kind,
             message: message.into(),
             retry_after_ms: None,
+            usage: Usage::default(),
+            exchanges: Vec::new(),
         }
+    }
+
+    /// The same failure, carrying the model calls made on the attempt (and
+    /// their cost), so they are recorded and counted.
+    #[must_use]
+    pub fn with_calls(mut self, usage: Usage, exchanges: Vec<ModelExchange>) -> Self {
+        self.usage += usage;
+        self.exchanges.extend(exchanges);
+        self
     }
 }
 

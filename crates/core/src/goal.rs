@@ -48,6 +48,11 @@ pub struct Constraints {
     /// Most replans a run may make.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_replans: Option<u32>,
+    /// Most model tokens (input + output) a run may spend: once reached, no
+    /// new step starts and the run writes its report with what it has, its
+    /// gaps named (in-flight steps finish first; nothing stops mid-write).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token_budget: Option<u64>,
     /// Anything else the caller passed.
     #[serde(flatten)]
     pub extra: serde_json::Map<String, serde_json::Value>,

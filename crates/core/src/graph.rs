@@ -23,7 +23,16 @@
 //!     select_next_step -->|side-effect step without approval| await_approval
 //!     select_next_step -->|approval refused| mark_needs_review
 //!     await_approval --> END
+//!     select_next_step -->|verified: all steps done| verify
+//!     verify -->|weak or missing, no stop condition| replan
+//!     verify -->|a stop condition holds| synthesize_report
+//!     prepare_input -->|react strategies| act
+//!     act -->|tool call| execute_step --> act
+//!     act -->|answer, or the cap or budget reached| synthesize_report
 //! ```
+//!
+//! `verify` and `act` belong to other strategies on the same skeleton
+//! (`verified`, `react`, `react-isolated`): see [`crate::strategy`].
 //!
 //! `await_approval` is a breakpoint (durable runs): side-effect steps never
 //! run without an approval bound to their tool and resolved arguments.
@@ -60,6 +69,10 @@ pub enum Node {
     MarkNeedsReview,
     /// Pause until a person approves a plan or a side-effect step.
     AwaitApproval,
+    /// `verified`: the verifier judges the iteration; stop or replan.
+    Verify,
+    /// ReAct: the actor calls a tool or answers.
+    Act,
     /// The run is over.
     End,
 }
@@ -80,6 +93,8 @@ impl Node {
             Self::SynthesizeReport => "synthesize_report",
             Self::MarkNeedsReview => "mark_needs_review",
             Self::AwaitApproval => "await_approval",
+            Self::Verify => "verify",
+            Self::Act => "act",
             Self::End => "END",
         }
     }
@@ -92,7 +107,7 @@ impl fmt::Display for Node {
 }
 
 /// Every edge of the graph.
-pub const EDGES: [(Node, Node); 23] = {
+pub const EDGES: [(Node, Node); 30] = {
     use Node::*;
     [
         (PrepareInput, CreatePlan),
@@ -118,6 +133,13 @@ pub const EDGES: [(Node, Node); 23] = {
         (SelectNextStep, AwaitApproval),
         (SelectNextStep, MarkNeedsReview),
         (AwaitApproval, End),
+        (SelectNextStep, Verify),
+        (Verify, Replan),
+        (Verify, SynthesizeReport),
+        (PrepareInput, Act),
+        (Act, ExecuteStep),
+        (ExecuteStep, Act),
+        (Act, SynthesizeReport),
     ]
 };
 

@@ -50,6 +50,7 @@ pub mod scheduler;
 pub mod state;
 pub mod step_status;
 pub mod store;
+pub mod strategy;
 pub mod testing;
 pub mod tool;
 pub mod usage;
@@ -73,6 +74,7 @@ pub use store::{
     IdempotencyLog, IdempotencyRecord, Lease, MemoryStore, RunLease, RunSummary, Store, StoreError,
     StoreSink,
 };
+pub use strategy::{Driver, Strategy, StrategyRegistry};
 pub use tool::{
     DynTool, Effects, Tool, ToolCatalog, ToolContext, ToolError, ToolRegistry, ToolSpec,
 };

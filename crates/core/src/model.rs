@@ -355,6 +355,29 @@ pub struct ModelExchange {
     pub duration_ms: u64,
 }
 
+impl ModelExchange {
+    /// What this call cost: one model call with its tokens if the model
+    /// answered; nothing if the attempt failed (no answer, no tokens billed).
+    pub fn usage(&self) -> Usage {
+        match &self.outcome {
+            ExchangeOutcome::Response { response } => Usage {
+                llm_calls: 1,
+                ..response.usage
+            },
+            ExchangeOutcome::Error { .. } => Usage::default(),
+        }
+    }
+}
+
+/// What a list of model calls cost (see [`ModelExchange::usage`]).
+pub fn usage_of(exchanges: &[ModelExchange]) -> Usage {
+    let mut total = Usage::default();
+    for exchange in exchanges {
+        total += exchange.usage();
+    }
+    total
+}
+
 impl ExchangeOutcome {
     /// The outcome of a call.
     pub fn of(result: &Result<ChatResponse, ModelError>) -> Self {

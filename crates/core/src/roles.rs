@@ -61,6 +61,14 @@ pub enum RoleName {
     Replanner,
     /// synthesize_report
     Synthesizer,
+    /// verify (the `verified` strategy)
+    Verifier,
+    /// act (the ReAct strategies)
+    Actor,
+    /// summarize (`react-isolated`)
+    Summarizer,
+    /// route (the `router` strategy)
+    Router,
 }
 
 impl fmt::Display for RoleName {
@@ -73,6 +81,10 @@ impl fmt::Display for RoleName {
             Self::Assessor => "assessor",
             Self::Replanner => "replanner",
             Self::Synthesizer => "synthesizer",
+            Self::Verifier => "verifier",
+            Self::Actor => "actor",
+            Self::Summarizer => "summarizer",
+            Self::Router => "router",
         })
     }
 }
@@ -92,12 +104,17 @@ pub enum RoleError {
         raw: Option<String>,
         /// Model calls behind it (recorded in the log).
         exchanges: Vec<crate::model::ModelExchange>,
+        /// What the answers that could not be used cost: counted in the run's
+        /// usage like any other answer's.
+        usage: Usage,
     },
     /// The role failed (provider down, auth, script exhausted).
     #[error("{role} failed ({class}): {message}")]
     Failed {
         /// Model calls made before it failed (recorded with the failure).
         exchanges: Vec<crate::model::ModelExchange>,
+        /// What the answers received before it failed cost.
+        usage: Usage,
         /// Which role.
         role: RoleName,
         /// How to treat it.
@@ -112,6 +129,7 @@ impl RoleError {
     pub fn failed(role: RoleName, class: FailureClass, message: impl Into<String>) -> Self {
         Self::Failed {
             exchanges: Vec::new(),
+            usage: Usage::default(),
             role,
             class,
             message: message.into(),
@@ -124,6 +142,14 @@ impl RoleError {
             Self::Failed { exchanges, .. } | Self::Malformed { exchanges, .. } => {
                 std::mem::take(exchanges)
             }
+        }
+    }
+
+    /// What the model calls behind the error cost (kept when the exchanges
+    /// are taken): the engine counts it in the run's usage.
+    pub fn usage(&self) -> Usage {
+        match self {
+            Self::Failed { usage, .. } | Self::Malformed { usage, .. } => *usage,
         }
     }
 }
@@ -370,7 +396,8 @@ pub trait Synthesizer: Send + Sync {
 }
 
 /// Calls the step's tool with its resolved arguments: the executor for every
-/// step whose arguments the plan fully specifies.
+/// step whose arguments the plan fully specifies. A step with an open
+/// argument (`{"$open": …}`) fails persistently: filling it in takes a model.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ToolCallExecutor;
 
@@ -381,14 +408,34 @@ impl StepExecutor for ToolCallExecutor {
         context: StepContext,
         tool: Arc<dyn DynTool>,
     ) -> Result<Reply<Value>, StepFailure> {
+        let open = crate::plan::args::open_args(&context.args);
+        if !open.is_empty() {
+            let names: Vec<String> = open.iter().map(|(k, _)| format!("`{k}`")).collect();
+            let (noun, verb) = if names.len() == 1 {
+                ("argument", "is")
+            } else {
+                ("arguments", "are")
+            };
+            return Err(StepFailure::new(
+                FailureClass::Persistent,
+                crate::failure::FailureKind::InvalidArgs,
+                format!(
+                    "{noun} {} of {} {verb} open and no model executor is configured to fill \
+                     {} in (run with a model, or give the value in the plan)",
+                    names.join(", "),
+                    context.step.tool,
+                    if names.len() == 1 { "it" } else { "them" },
+                ),
+            ));
+        }
         tool.call_json(context.tool_context, context.args)
             .await
             .map(Reply::free)
-            .map_err(|e| StepFailure {
-                class: e.class,
-                kind: crate::failure::FailureKind::Tool,
-                message: e.message,
-                retry_after_ms: e.retry_after_ms,
+            .map_err(|e| {
+                let mut failure =
+                    StepFailure::new(e.class, crate::failure::FailureKind::Tool, e.message);
+                failure.retry_after_ms = e.retry_after_ms;
+                failure
             })
     }
 }

@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::event::{Event, EventKind};
+use crate::event::{Event, EventKind, StopCondition};
 use crate::goal::{Constraints, Goal};
 use crate::ids::{RunId, StepId};
 use crate::plan::validate::Diagnostic;
@@ -111,6 +111,9 @@ pub enum StateError {
         /// How.
         reason: String,
     },
+    /// A step added to the plan has the id of one already in it.
+    #[error("step {0} is already in the plan")]
+    DuplicateStep(StepId),
 }
 
 /// The whole state of one run.
@@ -175,6 +178,24 @@ pub struct RunState {
     /// Settings of the program that started the run (see `run_started`).
     #[serde(default, skip_serializing_if = "Value::is_null")]
     pub host: Value,
+    /// The strategy the run was started with.
+    #[serde(default)]
+    pub strategy: String,
+    /// How the strategy chose to drive the run (`None` until it chose).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver: Option<crate::strategy::Driver>,
+    /// `verified`: the verifier's judgement of each iteration, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub verification_history: Vec<crate::strategy::verify::Verification>,
+    /// The stop condition that ended the run's loop, if one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_condition: Option<StopCondition>,
+    /// `react-isolated`: the summaries of step results the actor saw.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub step_summaries: BTreeMap<StepId, String>,
+    /// The last failure message of each step that failed.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub step_failures: BTreeMap<StepId, String>,
     /// Where the plan's steps sit, for lookups by id: a cache, not state.
     #[serde(skip)]
     pub(crate) index: crate::scheduler::PlanIndex,
@@ -314,8 +335,10 @@ impl RunState {
                 max_steps,
                 max_repairs,
                 host,
+                strategy,
             } => {
                 self.host = host.clone();
+                self.strategy = strategy.clone();
                 self.run_id = run_id.clone();
                 self.input = input.clone();
                 self.constraints = constraints.clone();
@@ -378,9 +401,58 @@ impl RunState {
                 self.step_results.insert(step.clone(), result.clone());
                 self.usage += *usage;
             }
-            EventKind::StepFailed { step, .. } => {
+            EventKind::StepFailed { step, failure, .. } => {
                 self.set_status(step, StepStatus::Failed)?;
                 self.not_running(step);
+                self.usage += failure.usage;
+                self.step_failures
+                    .insert(step.clone(), failure.message.clone());
+            }
+            EventKind::StrategyChosen {
+                strategy,
+                driver,
+                usage,
+                ..
+            } => {
+                self.strategy = strategy.clone();
+                self.driver = Some(*driver);
+                self.usage += *usage;
+            }
+            EventKind::StepAdded { step, usage } => {
+                if self.plan.step(&step.id).is_some() {
+                    return Err(StateError::DuplicateStep(step.id.clone()));
+                }
+                let mut step = step.clone();
+                step.status = StepStatus::Pending;
+                step.attempts = 0;
+                self.plan.version = self.plan.version.max(1);
+                self.plan.steps.push(step);
+                self.usage += *usage;
+            }
+            EventKind::StepSkipped { step, reason } => {
+                self.set_status(step, StepStatus::Skipped)?;
+                push_unique(&mut self.knowledge_gaps, reason);
+            }
+            EventKind::GapsNoted { gaps } => {
+                for gap in gaps {
+                    push_unique(&mut self.knowledge_gaps, gap);
+                }
+            }
+            EventKind::StepSummarized {
+                step,
+                summary,
+                usage,
+            } => {
+                self.step_summaries.insert(step.clone(), summary.clone());
+                self.usage += *usage;
+            }
+            EventKind::Verified {
+                verification,
+                usage,
+                ..
+            } => {
+                self.verification_history.push(verification.clone());
+                self.usage += *usage;
             }
             EventKind::StepRetrying { step, .. } => {
                 self.set_status(step, StepStatus::Retrying)?;
@@ -402,8 +474,18 @@ impl RunState {
                 self.observations.extend(observations.iter().cloned());
                 self.usage += *usage;
             }
-            EventKind::StopConditionMet { condition, detail } => {
-                self.blocked_reason = Some(format!("{condition}: {detail}"));
+            EventKind::StopConditionMet {
+                condition,
+                detail,
+                gaps,
+            } => {
+                if condition.needs_review() {
+                    self.blocked_reason = Some(format!("{condition}: {detail}"));
+                }
+                self.stop_condition = Some(*condition);
+                for gap in gaps {
+                    push_unique(&mut self.knowledge_gaps, gap);
+                }
             }
             EventKind::Replanned {
                 replan_count,
@@ -430,9 +512,10 @@ impl RunState {
                 self.status = RunStatus::NeedsReview;
                 self.blocked_reason = Some(reason.clone());
             }
-            EventKind::RunFailed { error } => {
+            EventKind::RunFailed { error, usage } => {
                 self.status = RunStatus::Failed;
                 self.blocked_reason = Some(error.clone());
+                self.usage += *usage;
             }
             EventKind::PlanReviewRequested { version } => self.pending_review = Some(*version),
             EventKind::ApprovalRequested {
@@ -481,7 +564,10 @@ impl RunState {
                     self.max_steps = *n;
                 }
             }
-            // Recorded for audits and replay; the role's own event carries the usage.
+            // Recorded for audits and replay. Its cost is counted once, on the
+            // event of the decision it served (plan_created, assessed,
+            // step_succeeded, step_failed's failure, run_failed, …), never here:
+            // see "Usage" in docs/models.md.
             EventKind::ModelCalled { .. } => {}
             EventKind::RunCancelled { reason } => {
                 self.status = RunStatus::Cancelled;
@@ -522,6 +608,11 @@ impl RunState {
             plan_errors: self.plan_errors.clone(),
             replan_count: self.replan_count,
             usage: self.usage,
+            usage_by_step: crate::usage::usage_by_step(&self.execution_history),
+            usage_by_role: crate::usage::usage_by_role(&self.execution_history),
+            strategy: self.strategy.clone(),
+            stop_condition: self.stop_condition,
+            verification: self.verification_history.last().cloned(),
             execution_history: self.execution_history.clone(),
         }
     }
@@ -573,6 +664,20 @@ pub struct FinalOutput {
     pub replan_count: u32,
     /// What it cost.
     pub usage: Usage,
+    /// What each step's model calls cost (steps that made none are left out).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub usage_by_step: BTreeMap<StepId, Usage>,
+    /// What each other role's model calls cost (planner, assessor, …).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub usage_by_role: BTreeMap<String, Usage>,
+    /// The strategy it ran with.
+    pub strategy: String,
+    /// The stop condition that ended its loop, if one did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stop_condition: Option<StopCondition>,
+    /// `verified`: the last verdict.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verification: Option<crate::strategy::verify::Verification>,
     /// Every decision.
     pub execution_history: Vec<Event>,
 }
@@ -602,6 +707,7 @@ mod tests {
                 max_steps: 5,
                 max_repairs: 1,
                 host: serde_json::Value::Null,
+                strategy: "plan-execute".into(),
             },
         )
     }

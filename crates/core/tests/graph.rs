@@ -67,10 +67,11 @@ async fn an_invalid_plan_is_repaired_and_the_run_continues() {
         [DiagnosticCode::MissingField, DiagnosticCode::UnknownTool]
     );
     assert_eq!(
-        kinds(&state)[..6],
+        kinds(&state)[..7],
         [
             "run_started",
             "input_prepared",
+            "strategy_chosen",
             "plan_created",
             "plan_invalid",
             "plan_repaired",
@@ -290,6 +291,7 @@ async fn every_decision_is_recorded_in_the_execution_history() {
         [
             "run_started",
             "input_prepared",
+            "strategy_chosen",
             "plan_created",
             "plan_validated",
             "plan_approved",
@@ -309,7 +311,7 @@ async fn every_decision_is_recorded_in_the_execution_history() {
         ]
     );
     let seqs: Vec<u64> = state.execution_history.iter().map(|e| e.seq).collect();
-    assert_eq!(seqs, (1..=18).collect::<Vec<_>>());
+    assert_eq!(seqs, (1..=19).collect::<Vec<_>>());
 }
 
 #[tokio::test(start_paused = true)]

@@ -220,6 +220,17 @@ fn rows() -> Vec<Row> {
             json!([search("a", json!({"args": {"query": "x", "limit": "ten"}}))]),
         ),
         row(
+            C::OpenArgumentSideEffect,
+            Some("mail"),
+            json!([{
+                "id": "mail",
+                "description": "Mail the summary",
+                "tool": "send_mail",
+                "args": {"to": "boss@example.com", "body": {"$open": "a summary of the findings"}},
+                "acceptance_criteria": ["sent"]
+            }]),
+        ),
+        row(
             C::MalformedReference,
             Some("b"),
             json!([
@@ -578,6 +589,79 @@ fn a_reference_where_the_schema_wants_an_integer_is_deferred_to_dispatch() {
     let diags = check(&plan).expect_err("$5 is not a reference");
     assert_eq!(codes(&diags), [DiagnosticCode::ArgsSchemaMismatch]);
     assert_eq!(diags[0].path, "/steps/0/args/limit");
+}
+
+#[test]
+fn an_open_argument_is_accepted_only_when_marked_and_never_for_side_effects() {
+    // A required argument left open, and an optional one: valid, kept as written.
+    let plan = json!([
+        search("a", json!({})),
+        search(
+            "b",
+            json!({"depends_on": ["a"], "args": {
+                "query": {"$open": "a narrower query built from ${a.output}"},
+                "limit": {"$open": "how many hits are worth reading"}
+            }})
+        ),
+    ]);
+    let steps = check(&plan).unwrap_or_else(|d| panic!("{}", describe(&d)));
+    assert_eq!(
+        steps[1].args["query"],
+        json!({"$open": "a narrower query built from ${a.output}"})
+    );
+    // Missing without a marker: still a schema mismatch.
+    let diags = check(&json!([search("a", json!({"args": {"limit": 2}}))])).expect_err("missing");
+    assert_eq!(codes(&diags), [DiagnosticCode::ArgsSchemaMismatch]);
+    // An open argument the schema does not know is still refused
+    // (`additionalProperties: false`).
+    let diags = check(&json!([search(
+        "a",
+        json!({"args": {"query": "q", "lang": {"$open": "the language"}}})
+    )]))
+    .expect_err("unknown argument");
+    assert_eq!(codes(&diags), [DiagnosticCode::ArgsSchemaMismatch]);
+    // Malformed and nested markers are format errors, pointing at them.
+    let diags = check(&json!([
+        search("a", json!({"args": {"query": {"$open": "q", "also": 1}}})),
+        search(
+            "b",
+            json!({"args": {"query": "q", "limit": [{"$open": "n"}]}})
+        ),
+    ]))
+    .expect_err("malformed");
+    let invalid: Vec<&str> = diags
+        .iter()
+        .filter(|d| d.code == DiagnosticCode::InvalidField)
+        .map(|d| d.path.as_str())
+        .collect();
+    assert_eq!(
+        invalid,
+        ["/steps/0/args/query", "/steps/1/args/limit/0"],
+        "{}",
+        describe(&diags)
+    );
+    // Side effects: every open argument is named, and a repairer may fix it.
+    let diags = check(&json!([{
+        "id": "mail",
+        "description": "Mail the summary",
+        "tool": "send_mail",
+        "args": {"to": {"$open": "who asked"}, "body": {"$open": "the summary"}},
+        "acceptance_criteria": ["sent"]
+    }]))
+    .expect_err("side effects");
+    assert_eq!(
+        codes(&diags),
+        [
+            DiagnosticCode::OpenArgumentSideEffect,
+            DiagnosticCode::OpenArgumentSideEffect
+        ]
+    );
+    assert!(diags.iter().all(|d| d.repairable));
+    assert!(
+        diags[0].message.contains("side effects") && diags[0].message.contains("approval"),
+        "{}",
+        diags[0].message
+    );
 }
 
 #[test]

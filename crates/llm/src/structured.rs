@@ -39,7 +39,9 @@ pub enum Check {
 /// round-trip included).
 ///
 /// Exchanges: on success, every attempt is in `log`; on error, everything in
-/// `log` is moved into the [`RoleError`], so recording the error records them.
+/// `log` is moved into the [`RoleError`], so recording the error records them,
+/// and the error's `usage` holds what the answers received so far cost (a
+/// malformed answer is paid for like any other).
 pub async fn structured<T: DeserializeOwned>(
     model: &dyn ChatModel,
     request: &ChatRequest,
@@ -71,6 +73,7 @@ pub async fn structured_with<T: DeserializeOwned>(
                         schema.name
                     ),
                     log,
+                    Usage::default(),
                 ));
             }
         },
@@ -90,7 +93,7 @@ pub async fn structured_with<T: DeserializeOwned>(
                     }
                     _ => format!("the model call failed: {e}"),
                 };
-                return Err(failed(role, e.class(), message, log));
+                return Err(failed(role, e.class(), message, log, usage));
             }
         };
         usage += Usage {
@@ -137,6 +140,7 @@ pub async fn structured_with<T: DeserializeOwned>(
                     message: format!("the answer was not valid twice; last time {error}"),
                     raw: Some(raw),
                     exchanges: std::mem::take(log),
+                    usage,
                 });
             }
         }
@@ -152,9 +156,11 @@ fn failed(
     class: stepwise_core::FailureClass,
     message: String,
     log: &mut Vec<ModelExchange>,
+    usage: Usage,
 ) -> RoleError {
     RoleError::Failed {
         exchanges: std::mem::take(log),
+        usage,
         role,
         class,
         message,
@@ -372,17 +378,30 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn one_repair_round_trip_then_malformed() {
         let model = ScriptModel::from_entries(vec![
-            ScriptEntry::text("not json"),
-            ScriptEntry::text("{\"a\": \"x\"}"),
+            ScriptEntry::text("not json").with_usage(7, 3),
+            ScriptEntry::text("{\"a\": \"x\"}").with_usage(5, 1),
         ]);
         let mut log = Vec::new();
         let err = structured::<Pair>(&model, &request(), &policy(), RoleName::Assessor, &mut log)
             .await
             .unwrap_err();
         match err {
-            RoleError::Malformed { raw, exchanges, .. } => {
+            RoleError::Malformed {
+                raw,
+                exchanges,
+                usage,
+                ..
+            } => {
                 assert_eq!(raw.as_deref(), Some("{\"a\": \"x\"}"));
                 assert_eq!(exchanges.len(), 2);
+                let want = Usage {
+                    llm_calls: 2,
+                    input_tokens: 12,
+                    output_tokens: 4,
+                    ..Usage::default()
+                };
+                assert_eq!(usage, want, "both unusable answers are paid for");
+                assert_eq!(usage, stepwise_core::model::usage_of(&exchanges));
                 let second = &exchanges[1].request.messages;
                 assert!(second[2].content.starts_with("Your answer was not valid:"));
             }

@@ -106,6 +106,10 @@ pub use crate::open::SCHEMA_VERSION;
 /// Most runs whose folded state the store keeps between appends.
 pub const STATE_CACHE_RUNS: usize = 256;
 
+/// Fewest events after a running run's snapshot before an append rewrites
+/// it (see the crate docs, "Snapshots").
+pub const SNAPSHOT_MIN_EVENTS: u64 = 64;
+
 /// How hard a commit is pushed to disk: SQLite's `synchronous` setting (the
 /// journal is always WAL). See the crate docs, "Durability".
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -127,6 +131,29 @@ pub(crate) struct Cached {
     pub(crate) last_seq: u64,
     pub(crate) updated_at: String,
     pub(crate) state: RunState,
+    pub(crate) tail: Tail,
+}
+
+/// Where a run's snapshot stands against its log: what decides when an
+/// append rewrites it (see the crate docs, "Snapshots").
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Tail {
+    /// The last event folded into the snapshot (0: no snapshot yet).
+    pub(crate) snapshot_seq: u64,
+    /// The snapshot's size, in bytes of JSON.
+    pub(crate) snapshot_bytes: usize,
+    /// The size of the events after it, in bytes of JSON.
+    pub(crate) bytes: usize,
+}
+
+impl Tail {
+    /// Whether a running run whose log ends at `last_seq` should have its
+    /// snapshot rewritten: the events after it are at least
+    /// [`SNAPSHOT_MIN_EVENTS`] and weigh at least as much as it does.
+    pub(crate) fn due(&self, last_seq: u64) -> bool {
+        last_seq.saturating_sub(self.snapshot_seq) >= SNAPSHOT_MIN_EVENTS
+            && self.bytes >= self.snapshot_bytes
+    }
 }
 
 /// The SQLite store: one file (or memory), one connection.

@@ -1,12 +1,14 @@
-//! The event log and the snapshot: [`Store`] for [`SqliteStore`].
+//! The event log and the snapshots: [`Store`] for [`SqliteStore`].
 //!
 //! An append is one `BEGIN IMMEDIATE` transaction: fence check, sequence
-//! check, fold, insert, snapshot — all or nothing, so the snapshot always
-//! equals the fold of the log, even across a crash mid-append.
+//! check, fold, insert, summary, and (when due) a new snapshot — all or
+//! nothing. So at every commit the snapshot is the fold of the log up to its
+//! `seq`, and the run's state is that snapshot plus the fold of the events
+//! after it, even across a crash mid-append.
 
 use futures::future::BoxFuture;
 use rusqlite::{Connection, OptionalExtension};
-use stepwise_core::{Event, RunId, RunState, RunSummary, Store, StoreError};
+use stepwise_core::{Event, RunId, RunState, RunStatus, RunSummary, Store, StoreError};
 
 use crate::codec::{
     from_json, status_from_sql, time_from_sql, time_to_sql, to_json, u32_from_sql, u64_from_sql,
@@ -14,7 +16,7 @@ use crate::codec::{
 };
 use crate::error::Fail;
 use crate::lease::check_fence;
-use crate::{Cached, SqliteStore};
+use crate::{Cached, SqliteStore, Tail};
 
 impl SqliteStore {
     fn append_now(
@@ -41,9 +43,11 @@ impl SqliteStore {
                 }
                 .into());
             }
-            let mut state = match (head, cached) {
-                (None, _) => RunState::default(),
-                (Some((seq, at)), Some(c)) if c.last_seq == seq && c.updated_at == at => c.state,
+            let (mut state, mut tail) = match (head, cached) {
+                (None, _) => (RunState::default(), Tail::default()),
+                (Some((seq, at)), Some(c)) if c.last_seq == seq && c.updated_at == at => {
+                    (c.state, c.tail)
+                }
                 (Some(_), _) => load_state(tx, run)?,
             };
             let mut insert = tx.prepare_cached(
@@ -54,19 +58,27 @@ impl SqliteStore {
                     run: run.clone(),
                     source,
                 })?;
+                let body = to_json(event, "event")?;
+                tail.bytes = tail.bytes.saturating_add(body.len());
                 insert.execute((
                     run.as_str(),
                     u64_to_sql(event.seq, "event seq")?,
                     time_to_sql(event.at),
                     event.kind.name(),
-                    to_json(event, "event")?,
+                    body,
                 ))?;
             }
-            let updated_at = save_state(tx, run, &mut state)?;
+            let (last_seq, updated_at) = save_summary(tx, run, &state)?;
+            // A run that stops running (finished, or paused for a person)
+            // always gets a fresh snapshot, so loading it folds nothing.
+            if state.status != RunStatus::Running || tail.due(last_seq) {
+                tail = save_snapshot(tx, run, &mut state, last_seq)?;
+            }
             Ok(Cached {
-                last_seq: state.execution_history.len() as u64,
+                last_seq,
                 updated_at,
                 state,
+                tail,
             })
         })?;
         self.put_cached(run, folded);
@@ -83,7 +95,7 @@ impl SqliteStore {
     }
 
     fn state_now(&self, run: &RunId) -> Result<RunState, StoreError> {
-        self.read(|tx| load_state(tx, run))
+        self.read(|tx| load_state(tx, run).map(|(state, _)| state))
     }
 
     fn list_runs_now(&self) -> Result<Vec<RunSummary>, StoreError> {
@@ -127,67 +139,104 @@ fn head(conn: &Connection, run: &RunId) -> Result<Option<(u64, String)>, Fail> {
 
 /// The run's last sequence number, or `None` if there is no such run.
 fn last_seq(conn: &Connection, run: &RunId) -> Result<Option<u64>, Fail> {
-    conn.query_row(
-        "SELECT last_seq FROM runs WHERE run_id = ?1",
-        [run.as_str()],
-        |r| r.get::<_, i64>(0),
-    )
-    .optional()?
-    .map(|n| u64_from_sql(n, "last_seq"))
-    .transpose()
+    conn.prepare_cached("SELECT last_seq FROM runs WHERE run_id = ?1")?
+        .query_row([run.as_str()], |r| r.get::<_, i64>(0))
+        .optional()?
+        .map(|n| u64_from_sql(n, "last_seq"))
+        .transpose()
 }
 
 fn load_events(conn: &Connection, run: &RunId) -> Result<Vec<Event>, Fail> {
-    let mut stmt = conn.prepare("SELECT body FROM events WHERE run_id = ?1 ORDER BY seq")?;
-    let mut rows = stmt.query([run.as_str()])?;
-    let mut events = Vec::new();
-    while let Some(row) = rows.next()? {
-        events.push(from_json(&row.get::<_, String>(0)?, "event")?);
-    }
-    Ok(events)
+    Ok(read_log(conn, run, u64::MAX)?.0)
 }
 
-/// The snapshot, with its history put back from the log.
-fn load_state(conn: &Connection, run: &RunId) -> Result<RunState, Fail> {
-    let (snapshot, last_seq) = conn
-        .query_row(
-            "SELECT snapshot, last_seq FROM runs WHERE run_id = ?1",
-            [run.as_str()],
-            |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)),
-        )
-        .optional()?
-        .ok_or_else(|| StoreError::NotFound(run.clone()))?;
-    let mut state: RunState = from_json(&snapshot, "snapshot")?;
-    state.execution_history = load_events(conn, run)?;
-    let logged = state.execution_history.len();
-    if usize_to_sql(logged, "event count")? != last_seq {
+/// Every event of the run, in order, and the size in bytes of the JSON of
+/// those with a `seq` above `after`.
+fn read_log(conn: &Connection, run: &RunId, after: u64) -> Result<(Vec<Event>, usize), Fail> {
+    let mut stmt =
+        conn.prepare_cached("SELECT seq, body FROM events WHERE run_id = ?1 ORDER BY seq")?;
+    let mut rows = stmt.query([run.as_str()])?;
+    let mut events = Vec::new();
+    let mut bytes = 0usize;
+    while let Some(row) = rows.next()? {
+        let body = row
+            .get_ref(1)?
+            .as_str()
+            .map_err(|e| Fail::Data(format!("unreadable event: {e}")))?;
+        if u64_from_sql(row.get(0)?, "event seq")? > after {
+            bytes = bytes.saturating_add(body.len());
+        }
+        events.push(from_json(body, "event")?);
+    }
+    Ok((events, bytes))
+}
+
+/// The run's state: its snapshot, with the history put back from the log
+/// and the events after the snapshot folded onto it; and where the snapshot
+/// stands.
+fn load_state(conn: &Connection, run: &RunId) -> Result<(RunState, Tail), Fail> {
+    let last_seq = last_seq(conn, run)?.ok_or_else(|| StoreError::NotFound(run.clone()))?;
+    let snapshot = conn
+        .prepare_cached("SELECT seq, state FROM snapshots WHERE run_id = ?1")?
+        .query_row([run.as_str()], |r| {
+            Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+        })
+        .optional()?;
+    let (mut state, snapshot_seq, snapshot_bytes) = match snapshot {
+        Some((seq, text)) => (
+            from_json::<RunState>(&text, "snapshot")?,
+            u64_from_sql(seq, "snapshot seq")?,
+            text.len(),
+        ),
+        None => (RunState::default(), 0, 0),
+    };
+    let (mut events, bytes) = read_log(conn, run, snapshot_seq)?;
+    let logged = events.len();
+    if u64::try_from(logged).ok() != Some(last_seq) {
         return Err(Fail::Data(format!(
             "run {run}: the log has {logged} events but the run row says {last_seq}"
         )));
     }
-    Ok(state)
+    let folded = usize::try_from(snapshot_seq)
+        .ok()
+        .filter(|n| *n <= logged)
+        .ok_or_else(|| {
+            Fail::Data(format!(
+                "run {run}: the snapshot is at event {snapshot_seq} but the log has {logged} events"
+            ))
+        })?;
+    let after = events.split_off(folded);
+    state.execution_history = events;
+    for event in after.iter().take(after.len().saturating_sub(1)) {
+        state.apply(event).map_err(|source| StoreError::Invalid {
+            run: run.clone(),
+            source,
+        })?;
+    }
+    let tail = Tail {
+        snapshot_seq,
+        snapshot_bytes,
+        bytes,
+    };
+    Ok((state, tail))
 }
 
-/// Writes the run's row: summary columns, and the snapshot without its
-/// history (the events table has it). Returns the `updated_at` written.
-fn save_state(conn: &Connection, run: &RunId, state: &mut RunState) -> Result<String, Fail> {
+/// Writes the run's row: the summary columns `list_runs` reads. Returns the
+/// `last_seq` and `updated_at` written.
+fn save_summary(conn: &Connection, run: &RunId, state: &RunState) -> Result<(u64, String), Fail> {
     let summary = RunSummary::of(state);
     let updated_at = time_to_sql(summary.updated_at);
-    // Serialised without its history, which is put back after.
-    let history = std::mem::take(&mut state.execution_history);
-    let snapshot = to_json(&*state, "snapshot");
-    state.execution_history = history;
     // `started_at` (the first event's time) never changes once written, so
     // an update leaves it, and the index on it, alone.
     conn.prepare_cached(
         "INSERT INTO runs (run_id, goal, status, started_at, updated_at, last_seq, steps_done,
-                           steps_total, replans, tokens, snapshot)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+                           steps_total, replans, tokens)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
          ON CONFLICT (run_id) DO UPDATE SET
              goal = excluded.goal, status = excluded.status,
              updated_at = excluded.updated_at, last_seq = excluded.last_seq,
              steps_done = excluded.steps_done, steps_total = excluded.steps_total,
-             replans = excluded.replans, tokens = excluded.tokens, snapshot = excluded.snapshot",
+             replans = excluded.replans, tokens = excluded.tokens",
     )?
     .execute(rusqlite::params![
         run.as_str(),
@@ -200,9 +249,33 @@ fn save_state(conn: &Connection, run: &RunId, state: &mut RunState) -> Result<St
         usize_to_sql(summary.steps_total, "steps_total")?,
         i64::from(summary.replans),
         u64_to_sql(summary.tokens, "tokens")?,
-        snapshot?,
     ])?;
-    Ok(updated_at)
+    Ok((summary.last_seq, updated_at))
+}
+
+/// Writes the run's snapshot: its folded state as JSON without its history
+/// (the events table has it), taken at `last_seq`, its last event.
+fn save_snapshot(
+    conn: &Connection,
+    run: &RunId,
+    state: &mut RunState,
+    last_seq: u64,
+) -> Result<Tail, Fail> {
+    // Serialised without its history, which is put back after.
+    let history = std::mem::take(&mut state.execution_history);
+    let snapshot = to_json(&*state, "snapshot");
+    state.execution_history = history;
+    let snapshot = snapshot?;
+    conn.prepare_cached(
+        "INSERT INTO snapshots (run_id, seq, state) VALUES (?1, ?2, ?3)
+         ON CONFLICT (run_id) DO UPDATE SET seq = excluded.seq, state = excluded.state",
+    )?
+    .execute((run.as_str(), u64_to_sql(last_seq, "last_seq")?, &snapshot))?;
+    Ok(Tail {
+        snapshot_seq: last_seq,
+        snapshot_bytes: snapshot.len(),
+        bytes: 0,
+    })
 }
 
 /// Each method does its (sub-millisecond) work when first polled; see the

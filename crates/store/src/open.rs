@@ -19,7 +19,7 @@ use crate::codec::time_to_sql;
 use crate::error::{Fail, describe};
 
 /// The schema version this build writes and understands.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// `PRAGMA application_id`: "STPW", marks the file as Stepwise's.
 const APPLICATION_ID: i32 = 0x5354_5057;
@@ -29,7 +29,7 @@ const BUSY_TIMEOUT: Duration = Duration::from_millis(5000);
 
 /// `MIGRATIONS[i]` takes the schema from version `i` to `i + 1`. Add steps at
 /// the end; never edit a released one.
-const MIGRATIONS: &[&str] = &[V1];
+const MIGRATIONS: &[&str] = &[V1, V2];
 
 const V1: &str = "
 CREATE TABLE runs (
@@ -76,8 +76,31 @@ CREATE TABLE meta (
 ) STRICT;
 ";
 
+/// Version 2: the snapshot leaves the `runs` row for a table of its own,
+/// where it records the event it was taken at (`seq`). An append then
+/// updates the small summary row and rewrites the snapshot only now and
+/// then (see the crate docs, "Snapshots"); SQLite rewrites a whole row on
+/// any update, so a snapshot kept in `runs` would be rewritten at every
+/// append. A version 1 snapshot was taken at the run's last event.
+const V2: &str = "
+CREATE TABLE snapshots (
+    run_id TEXT PRIMARY KEY,
+    seq    INTEGER NOT NULL,
+    state  TEXT NOT NULL
+) STRICT;
+INSERT INTO snapshots (run_id, seq, state) SELECT run_id, last_seq, snapshot FROM runs;
+ALTER TABLE runs DROP COLUMN snapshot;
+";
+
 /// Tables a Stepwise database of the current version must have.
-const TABLES: &[&str] = &["runs", "events", "leases", "idempotency", "meta"];
+const TABLES: &[&str] = &[
+    "runs",
+    "events",
+    "snapshots",
+    "leases",
+    "idempotency",
+    "meta",
+];
 
 /// Opens the file at `path` (named `db` in messages), creating it and its
 /// parent directories if missing.
@@ -305,17 +328,20 @@ mod tests {
     #[test]
     fn classifies_files() {
         assert_eq!(classify(&found(0, 0, &[]), "f"), Ok(0));
-        assert_eq!(classify(&found(APPLICATION_ID, 1, TABLES), "f"), Ok(1));
+        assert_eq!(classify(&found(APPLICATION_ID, 2, TABLES), "f"), Ok(2));
+        // An older version is migrated, whatever tables it had then.
+        let v1 = ["events", "idempotency", "leases", "meta", "runs"];
+        assert_eq!(classify(&found(APPLICATION_ID, 1, &v1), "f"), Ok(1));
         let newer = classify(&found(APPLICATION_ID, 7, TABLES), "f");
         assert_eq!(
             newer,
-            Err("f was written by a newer Stepwise (schema 7; this build knows up to 1); upgrade Stepwise to open it".to_owned())
+            Err("f was written by a newer Stepwise (schema 7; this build knows up to 2); upgrade Stepwise to open it".to_owned())
         );
         let foreign = classify(&found(0, 0, &["photos"]), "f");
         assert!(foreign.is_err_and(|e| e.contains("is a SQLite database but not a Stepwise one")));
         let other_app = classify(&found(42, 3, &[]), "f");
         assert!(other_app.is_err_and(|e| e.contains("not a Stepwise one")));
-        let missing = classify(&found(APPLICATION_ID, 1, &["runs", "events"]), "f");
-        assert!(missing.is_err_and(|e| e.contains("table leases is missing")));
+        let missing = classify(&found(APPLICATION_ID, 2, &["runs", "events"]), "f");
+        assert!(missing.is_err_and(|e| e.contains("table snapshots is missing")));
     }
 }

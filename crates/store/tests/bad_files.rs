@@ -87,8 +87,9 @@ fn a_newer_schema_is_refused_and_kept() {
     assert_eq!(
         message,
         format!(
-            "{} was written by a newer Stepwise (schema 7; this build knows up to 1); upgrade Stepwise to open it",
-            path.display()
+            "{} was written by a newer Stepwise (schema 7; this build knows up to {}); upgrade Stepwise to open it",
+            path.display(),
+            stepwise_store::SCHEMA_VERSION
         )
     );
     assert_eq!(std::fs::read(&path).unwrap(), bytes);

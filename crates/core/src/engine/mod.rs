@@ -34,6 +34,10 @@ use crate::scheduler::{blocked_dependants, check_precondition_in};
 use crate::state::{RunState, StateError, StepResult};
 use crate::step_status::StepStatus;
 use crate::store::{IdempotencyLog, IdempotencyRecord};
+use crate::strategy::react::{Actor, Summarizer};
+use crate::strategy::router::Router;
+use crate::strategy::verify::Verifier;
+use crate::strategy::{DEFAULT_STRATEGY, Driver, Fixed, Strategy};
 use crate::tool::{CatalogError, ToolCatalog, ToolContext, ToolRegistry, ToolSpec};
 
 /// Steps a plan may hold (and a run dispatch) unless told otherwise.
@@ -83,6 +87,14 @@ pub struct Roles {
     pub replanner: Arc<dyn Replanner>,
     /// synthesize_report
     pub synthesizer: Arc<dyn Synthesizer>,
+    /// verify (needed by the `verified` strategy)
+    pub verifier: Option<Arc<dyn Verifier>>,
+    /// act (needed by the ReAct strategies)
+    pub actor: Option<Arc<dyn Actor>>,
+    /// summarize (needed by `react-isolated`)
+    pub summarizer: Option<Arc<dyn Summarizer>>,
+    /// route (needed by the `router` strategy)
+    pub router: Option<Arc<dyn Router>>,
 }
 
 impl std::fmt::Debug for Roles {
@@ -108,7 +120,39 @@ impl Roles {
             assessor,
             replanner,
             synthesizer,
+            verifier: None,
+            actor: None,
+            summarizer: None,
+            router: None,
         }
+    }
+
+    /// Adds the verifier (the `verified` strategy).
+    #[must_use]
+    pub fn with_verifier(mut self, verifier: Arc<dyn Verifier>) -> Self {
+        self.verifier = Some(verifier);
+        self
+    }
+
+    /// Adds the actor (the ReAct strategies).
+    #[must_use]
+    pub fn with_actor(mut self, actor: Arc<dyn Actor>) -> Self {
+        self.actor = Some(actor);
+        self
+    }
+
+    /// Adds the summarizer (`react-isolated`).
+    #[must_use]
+    pub fn with_summarizer(mut self, summarizer: Arc<dyn Summarizer>) -> Self {
+        self.summarizer = Some(summarizer);
+        self
+    }
+
+    /// Adds the router (the `router` strategy).
+    #[must_use]
+    pub fn with_router(mut self, router: Arc<dyn Router>) -> Self {
+        self.router = Some(router);
+        self
     }
 
     /// Replaces the reviewer.
@@ -155,6 +199,7 @@ pub struct Engine {
     specs: Vec<ToolSpec>,
     config: RunConfig,
     sinks: Vec<Arc<dyn EventSink>>,
+    strategy: Arc<dyn Strategy>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -180,7 +225,24 @@ impl Engine {
             specs,
             config,
             sinks: Vec::new(),
+            strategy: Arc::new(Fixed::new(
+                DEFAULT_STRATEGY,
+                "the planning graph",
+                Driver::PLAN_EXECUTE,
+            )),
         })
+    }
+
+    /// Runs goals with this strategy (default: `plan-execute`).
+    #[must_use]
+    pub fn with_strategy(mut self, strategy: Arc<dyn Strategy>) -> Self {
+        self.strategy = strategy;
+        self
+    }
+
+    /// The strategy new runs use.
+    pub fn strategy(&self) -> &dyn Strategy {
+        self.strategy.as_ref()
     }
 
     /// Decides approvals of side-effect steps (default: defer to a person,
@@ -246,6 +308,7 @@ impl Engine {
             max_steps,
             max_repairs: self.config.max_repairs,
             host,
+            strategy: self.strategy.name().to_owned(),
         })
         .await?;
         run.drive(Node::PrepareInput).await?;
@@ -292,6 +355,8 @@ struct Run<'e> {
     awaiting: Vec<StepId>,
     replan_reason: String,
     review_reason: String,
+    /// The ReAct actor's answer, written as the report by synthesize_report.
+    answered: Option<(crate::roles::Report, crate::usage::Usage)>,
 }
 
 type NodeResult = Result<Result<Node, RoleError>, EngineError>;
@@ -308,8 +373,10 @@ impl Run<'_> {
                 Ok(next) => next,
                 Err(error) => {
                     self.in_flight.abort_all();
+                    // The failed role's model calls are on record; their cost counts.
                     self.record(EventKind::RunFailed {
                         error: error.to_string(),
+                        usage: error.usage(),
                     })
                     .await?;
                     break;
@@ -333,9 +400,14 @@ impl Run<'_> {
         role: crate::roles::RoleName,
         exchanges: Vec<crate::model::ModelExchange>,
     ) -> Result<(), EngineError> {
+        // The role's snake_case name (`step_executor`), as in JSON.
+        let role = serde_json::to_value(role)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_else(|| role.to_string());
         for exchange in exchanges {
             self.record(EventKind::ModelCalled {
-                role: role.to_string(),
+                role: role.clone(),
                 exchange,
             })
             .await?;
@@ -372,10 +444,13 @@ impl Run<'_> {
     ) -> Result<Result<(Value, crate::usage::Usage), RoleError>, EngineError> {
         Ok(match self.answer(role, outcome).await? {
             Ok(reply) => Ok((reply.value.0, reply.usage)),
-            Err(RoleError::Malformed { raw, message, .. }) => Ok((
-                Value::String(raw.unwrap_or(message)),
-                crate::usage::Usage::default(),
-            )),
+            // The unusable answers were paid for: their cost stays with the draft.
+            Err(RoleError::Malformed {
+                raw,
+                message,
+                usage,
+                ..
+            }) => Ok((Value::String(raw.unwrap_or(message)), usage)),
             Err(e) => Err(e),
         })
     }
@@ -396,6 +471,7 @@ impl<'e> Run<'e> {
             awaiting: Vec::new(),
             replan_reason: String::new(),
             review_reason: String::new(),
+            answered: None,
         }
     }
 
@@ -450,6 +526,8 @@ impl<'e> Run<'e> {
             Node::SynthesizeReport => self.synthesize_report().await,
             Node::MarkNeedsReview => self.mark_needs_review().await,
             Node::AwaitApproval => self.await_approval().await,
+            Node::Verify => self.verify().await,
+            Node::Act => self.act().await,
             Node::End => Err(EngineError::Invariant("END has no successor".to_owned())),
         }
     }
@@ -467,7 +545,7 @@ impl<'e> Run<'e> {
                 self.record(EventKind::InputPrepared { goal: goal.clone() })
                     .await?;
                 self.goal = Some(goal);
-                Ok(Ok(Node::CreatePlan))
+                self.choose_strategy().await
             }
         }
     }
@@ -522,6 +600,7 @@ impl<'e> Run<'e> {
                     self.record(EventKind::StopConditionMet {
                         condition: StopCondition::MaxRepairs,
                         detail,
+                        gaps: Vec::new(),
                     })
                     .await?;
                     return Ok(Ok(Node::MarkNeedsReview));
@@ -607,6 +686,9 @@ impl<'e> Run<'e> {
     }
 
     async fn select_next_step(&mut self) -> NodeResult {
+        if self.held.is_none() && self.budget_spent().await? {
+            self.held = Some((Verdict::Synthesize, "the token budget is spent".to_owned()));
+        }
         if self.held.is_none() {
             for id in self.state.index.ready(&self.state.plan) {
                 if self.in_flight.len() + self.immediate.len()
@@ -650,6 +732,11 @@ impl<'e> Run<'e> {
         if !self.awaiting.is_empty() {
             return Ok(Ok(Node::AwaitApproval));
         }
+        if let Some((Verdict::Synthesize, _)) = &self.held {
+            // The token budget stopped dispatch.
+            self.held = None;
+            return Ok(Ok(Node::SynthesizeReport));
+        }
         if self.held.is_some() {
             return Err(EngineError::Invariant(
                 "a held decision with nothing in flight".to_owned(),
@@ -668,6 +755,9 @@ impl<'e> Run<'e> {
                 "nothing runnable but steps remain: {}",
                 stuck.join(", ")
             )));
+        }
+        if self.verify_policy().is_some() {
+            return Ok(Ok(Node::Verify));
         }
         Ok(Ok(Node::SynthesizeReport))
     }
@@ -857,7 +947,7 @@ impl<'e> Run<'e> {
         if let Some(outcome) = self.recovered.pop_front() {
             // Recorded before a crash but never assessed.
             self.last = Some(outcome);
-            return Ok(Ok(Node::AssessProgress));
+            return Ok(Ok(self.after_execute()));
         }
         loop {
             let Completion {
@@ -893,12 +983,17 @@ impl<'e> Run<'e> {
                     })
                     .await?;
                     self.last = Some((step, StepOutcome::Succeeded(result)));
-                    return Ok(Ok(Node::AssessProgress));
+                    return Ok(Ok(self.after_execute()));
                 }
                 CompletionKind::Attempt {
-                    result: Err(failure),
+                    result: Err(mut failure),
                     ..
                 } => {
+                    // The executor's model calls on this attempt, recorded
+                    // before the failure (its `usage` counts them).
+                    let calls = std::mem::take(&mut failure.exchanges);
+                    self.record_calls(crate::roles::RoleName::StepExecutor, calls)
+                        .await?;
                     self.record(EventKind::StepFailed {
                         step: step.clone(),
                         attempt,
@@ -945,7 +1040,7 @@ impl<'e> Run<'e> {
                     })
                     .await?;
                     self.last = Some((step, StepOutcome::Failed(failure)));
-                    return Ok(Ok(Node::AssessProgress));
+                    return Ok(Ok(self.after_execute()));
                 }
             }
         }
@@ -989,6 +1084,18 @@ impl<'e> Run<'e> {
                     failure.message
                 );
             }
+        }
+        if verdict == Verdict::Replan && !self.replans_per_step() {
+            // plan-solve never replans, and verified replans only after its
+            // verifier: carry on, skipping what the failure blocks.
+            verdict = Verdict::Continue;
+            if let StepOutcome::Failed(failure) = &outcome {
+                self.skip_blocked(&id, &failure.message).await?;
+            }
+        }
+        if verdict < Verdict::Replan && self.budget_spent().await? {
+            verdict = Verdict::Synthesize;
+            reason = "the token budget is spent".to_owned();
         }
         self.record(EventKind::Assessed {
             step: id.clone(),
@@ -1059,8 +1166,12 @@ impl<'e> Run<'e> {
         };
         if let Some((condition, detail)) = stop {
             self.review_reason = format!("{condition}: {detail}");
-            self.record(EventKind::StopConditionMet { condition, detail })
-                .await?;
+            self.record(EventKind::StopConditionMet {
+                condition,
+                detail,
+                gaps: Vec::new(),
+            })
+            .await?;
             return Ok(Ok(Node::MarkNeedsReview));
         }
         self.replan_reason = reason;
@@ -1094,6 +1205,9 @@ impl<'e> Run<'e> {
     }
 
     async fn synthesize_report(&mut self) -> NodeResult {
+        if let Some((report, usage)) = self.answered.take() {
+            return self.write_report(report, usage).await;
+        }
         let outcome = self.engine.roles.synthesizer.synthesize(&self.state).await;
         let reply = match self
             .answer(crate::roles::RoleName::Synthesizer, outcome)
@@ -1102,7 +1216,16 @@ impl<'e> Run<'e> {
             Ok(r) => r,
             Err(e) => return Ok(Err(e)),
         };
-        let mut report = reply.value;
+        self.write_report(reply.value, reply.usage).await
+    }
+
+    /// Records the report: evidence checked against step results, and every
+    /// open gap named.
+    async fn write_report(
+        &mut self,
+        mut report: crate::roles::Report,
+        usage: crate::usage::Usage,
+    ) -> NodeResult {
         let (evidence, rejected_evidence) = vet_evidence(&self.state, report.evidence);
         let missing: Vec<&String> = self
             .state
@@ -1121,7 +1244,7 @@ impl<'e> Run<'e> {
             report: report.text,
             evidence,
             rejected_evidence,
-            usage: reply.usage,
+            usage,
         })
         .await?;
         Ok(Ok(Node::End))
@@ -1141,7 +1264,9 @@ impl<'e> Run<'e> {
 
 mod approval;
 mod evidence;
+mod react;
 mod resume;
+mod strategy;
 
 use approval::Gate;
 pub use approval::{

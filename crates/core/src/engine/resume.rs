@@ -15,6 +15,7 @@ use crate::ids::StepId;
 use crate::roles::{StepOutcome, Verdict};
 use crate::state::{RunState, RunStatus, StepResult};
 use crate::step_status::StepStatus;
+use crate::strategy::Driver;
 use crate::tool::idempotency_key;
 
 /// What the person resuming a run changes.
@@ -59,6 +60,7 @@ impl Engine {
             Err(error) => {
                 run.record(EventKind::RunFailed {
                     error: error.to_string(),
+                    usage: error.usage(),
                 })
                 .await?;
                 return Ok(run.state);
@@ -132,6 +134,44 @@ impl Run<'_> {
             .any(|e| matches!(e.kind, EventKind::InputPrepared { .. }))
         {
             return Ok(Ok(Node::PrepareInput));
+        }
+        if self.state.driver.is_none()
+            && self.state.plan.version == 0
+            && self.state.pending_draft.is_none()
+        {
+            // Stopped before the strategy chose (runs logged before
+            // strategies existed have a plan or a draft: the graph).
+            return self.choose_strategy().await;
+        }
+        if let Driver::React { .. } = self.driver() {
+            let in_flight: Vec<StepId> = self
+                .state
+                .plan
+                .steps
+                .iter()
+                .filter(|s| s.status.is_in_flight())
+                .map(|s| s.id.clone())
+                .collect();
+            for id in in_flight {
+                self.reconcile(&id).await?;
+            }
+            // A call the actor chose but that never started.
+            let unstarted: Vec<StepId> = self
+                .state
+                .plan
+                .steps
+                .iter()
+                .filter(|s| s.status == StepStatus::Pending)
+                .map(|s| s.id.clone())
+                .collect();
+            for id in unstarted {
+                self.retry_now(&id, 1);
+            }
+            return Ok(Ok(if self.busy() {
+                Node::ExecuteStep
+            } else {
+                Node::Act
+            }));
         }
         if self.state.pending_draft.is_some() {
             return Ok(Ok(Node::ValidatePlan));

@@ -11,6 +11,11 @@
 //! - `"$$"` at the start or `"$${"` anywhere escapes a literal `$` / `${`.
 //!
 //! A step id starts with a letter or `_` and continues with letters, digits, `_` or `-`.
+//!
+//! An argument may also be left **open**: `{"$open": "what to fill in"}` as
+//! the whole value of a top-level key of `args`. A model step executor fills
+//! it in at dispatch from the step's isolated context; the text inside is a
+//! hint for it, never a reference. See [`open_args`].
 
 use std::collections::BTreeMap;
 
@@ -237,8 +242,40 @@ fn walk_strings(value: &Value, f: &mut impl FnMut(&str)) {
     match value {
         Value::String(s) => f(s),
         Value::Array(items) => items.iter().for_each(|v| walk_strings(v, f)),
+        // An open argument's hint is prose for the model, not a reference.
+        Value::Object(_) if open_hint(value).is_some() => {}
         Value::Object(map) => map.values().for_each(|v| walk_strings(v, f)),
         _ => {}
+    }
+}
+
+/// The key of an open-argument marker: `{"$open": "what to fill in"}`.
+pub const OPEN_KEY: &str = "$open";
+
+/// The hint of an open-argument marker: `Some` for an object whose only key
+/// is `$open` with a string value, `None` for anything else.
+pub fn open_hint(value: &Value) -> Option<&str> {
+    match value {
+        Value::Object(map) if map.len() == 1 => map.get(OPEN_KEY).and_then(Value::as_str),
+        _ => None,
+    }
+}
+
+/// Whether `value` is an object that mentions `$open` (a marker, or a
+/// malformed attempt at one).
+pub(crate) fn mentions_open(value: &Value) -> bool {
+    matches!(value, Value::Object(map) if map.contains_key(OPEN_KEY))
+}
+
+/// The open arguments of `args` (an object): each top-level key whose value
+/// is an open marker, with its hint, in key order. Anything but an object has none.
+pub fn open_args(args: &Value) -> Vec<(String, String)> {
+    match args {
+        Value::Object(map) => map
+            .iter()
+            .filter_map(|(k, v)| open_hint(v).map(|hint| (k.clone(), hint.to_owned())))
+            .collect(),
+        _ => Vec::new(),
     }
 }
 
@@ -342,6 +379,8 @@ pub(crate) fn resolve_value_in<O: Outputs + ?Sized>(
                 .map(|v| resolve_value_in(v, outputs))
                 .collect::<Result<_, _>>()?,
         ),
+        // Stays open: the step executor fills it in.
+        Value::Object(_) if open_hint(value).is_some() => value.clone(),
         Value::Object(map) => Value::Object(
             map.iter()
                 .map(|(k, v)| Ok((k.clone(), resolve_value_in(v, outputs)?)))
@@ -435,6 +474,26 @@ mod tests {
             resolve_reference("${step_1.output.items[5]}", &o),
             Err(ResolveError::MissingPath { path, .. }) if path == "output.items[5]"
         ));
+    }
+
+    #[test]
+    fn open_markers_are_kept_and_their_hints_are_not_references() {
+        let v = json!({"q": {"$open": "a query about ${s2}"}, "n": "${step_1.output.n}"});
+        let (refs, errors) = references(&v);
+        assert!(errors.is_empty());
+        assert_eq!(refs.len(), 1);
+        assert_eq!(
+            resolve_value(&v, &outputs()).unwrap(),
+            json!({"q": {"$open": "a query about ${s2}"}, "n": 2})
+        );
+        assert_eq!(
+            open_args(&v),
+            [("q".to_owned(), "a query about ${s2}".to_owned())]
+        );
+        // Not markers: other keys beside `$open`, or a hint that is not a string.
+        assert!(open_hint(&json!({"$open": "x", "y": 1})).is_none());
+        assert!(open_hint(&json!({"$open": 3})).is_none());
+        assert!(open_args(&json!({"q": [{"$open": "nested"}]})).is_empty());
     }
 
     #[test]

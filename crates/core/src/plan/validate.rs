@@ -10,7 +10,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::args::references;
+use super::args::{mentions_open, open_hint, references};
 use super::dag::DepGraph;
 use super::{Plan, Precondition, Step};
 use crate::goal::Constraints;
@@ -53,6 +53,9 @@ pub enum DiagnosticCode {
     SideEffectForbidden,
     /// `args` do not match the tool's JSON Schema.
     ArgsSchemaMismatch,
+    /// An argument of a side-effect tool is left open (`{"$open": …}`): its
+    /// arguments must all be in the plan, where an approval covers them.
+    OpenArgumentSideEffect,
     /// A `$step` reference cannot be parsed.
     MalformedReference,
     /// A reference names a step that does not exist.
@@ -65,7 +68,7 @@ pub enum DiagnosticCode {
 
 impl DiagnosticCode {
     /// Every code, in documentation order.
-    pub const ALL: [DiagnosticCode; 18] = [
+    pub const ALL: [DiagnosticCode; 19] = [
         Self::InvalidPlan,
         Self::EmptyPlan,
         Self::MissingField,
@@ -80,6 +83,7 @@ impl DiagnosticCode {
         Self::ToolNotAllowed,
         Self::SideEffectForbidden,
         Self::ArgsSchemaMismatch,
+        Self::OpenArgumentSideEffect,
         Self::MalformedReference,
         Self::UnknownReference,
         Self::ReferenceNotDependency,
@@ -109,6 +113,7 @@ impl DiagnosticCode {
             Self::ToolNotAllowed => "tool_not_allowed",
             Self::SideEffectForbidden => "side_effect_forbidden",
             Self::ArgsSchemaMismatch => "args_schema_mismatch",
+            Self::OpenArgumentSideEffect => "open_argument_side_effect",
             Self::MalformedReference => "malformed_reference",
             Self::UnknownReference => "unknown_reference",
             Self::ReferenceNotDependency => "reference_not_dependency",
@@ -502,6 +507,7 @@ impl Checker<'_> {
         }
         let empty = Value::Object(Map::new());
         let args = args.unwrap_or(&empty);
+        self.check_open_args(tool, spec.side_effect, args, facts);
         for (pointer, message) in self.limits.tools.check_args(tool, args) {
             self.step_diag(
                 DiagnosticCode::ArgsSchemaMismatch,
@@ -513,6 +519,61 @@ impl Checker<'_> {
                 ),
                 format!("args{pointer} do not match {tool}'s schema: {message}"),
             );
+        }
+    }
+
+    /// Open arguments (`{"$open": "hint"}`): only as the whole value of a
+    /// top-level argument, written exactly so, and never for a side-effect
+    /// tool (an approval covers exact arguments, so they must be in the plan).
+    fn check_open_args(
+        &mut self,
+        tool: &str,
+        side_effect: bool,
+        args: &Value,
+        facts: &StepFacts<'_>,
+    ) {
+        let Value::Object(map) = args else { return };
+        for (key, value) in map {
+            let path = format!("/steps/{}/args/{key}", facts.index);
+            if open_hint(value).is_some() {
+                if side_effect {
+                    self.step_diag(
+                        DiagnosticCode::OpenArgumentSideEffect,
+                        facts,
+                        path,
+                        format!(
+                            "argument `{key}` of {tool} is open, but {tool} has side effects: \
+                             its arguments must all be given in the plan, where the approval \
+                             covers them; write the value (or a reference to an earlier result)"
+                        ),
+                    );
+                }
+                continue;
+            }
+            if mentions_open(value) {
+                self.step_diag(
+                    DiagnosticCode::InvalidField,
+                    facts,
+                    path,
+                    format!(
+                        "argument `{key}` is a malformed open argument: write \
+                         {{\"$open\": \"what to fill in\"}} (an object with only that key, \
+                         its value a string)"
+                    ),
+                );
+                continue;
+            }
+            if let Some(inner) = nested_open(value, &path) {
+                self.step_diag(
+                    DiagnosticCode::InvalidField,
+                    facts,
+                    inner,
+                    format!(
+                        "`$open` inside argument `{key}`: only a whole top-level argument can \
+                         be left open (`\"{key}\": {{\"$open\": \"...\"}}`)"
+                    ),
+                );
+            }
         }
     }
 
@@ -655,6 +716,29 @@ impl Checker<'_> {
                 format!("the plan has {counted} steps but max_steps is {max}"),
             );
         }
+    }
+}
+
+/// The path of the first object mentioning `$open` inside `value` (whose
+/// own path is `path`), if any.
+fn nested_open(value: &Value, path: &str) -> Option<String> {
+    match value {
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .find_map(|(i, v)| nested_open_here(v, &format!("{path}/{i}"))),
+        Value::Object(map) => map
+            .iter()
+            .find_map(|(k, v)| nested_open_here(v, &format!("{path}/{k}"))),
+        _ => None,
+    }
+}
+
+fn nested_open_here(value: &Value, path: &str) -> Option<String> {
+    if mentions_open(value) {
+        Some(path.to_owned())
+    } else {
+        nested_open(value, path)
     }
 }
 

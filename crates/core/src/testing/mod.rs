@@ -23,6 +23,9 @@ use crate::roles::{
 use crate::state::RunState;
 use crate::tool::{DynTool, ToolContext, ToolError, ToolSpec};
 
+mod strategy;
+pub use strategy::{Costed, PrefixSummarizer, ScriptedActor, ScriptedRouter, ScriptedVerifier};
+
 /// A queue of scripted answers with a call counter.
 #[derive(Debug)]
 pub struct Script<T> {

@@ -84,6 +84,7 @@ pub fn sample_log(run: &RunId) -> Vec<Event> {
             max_steps: 5,
             max_repairs: 1,
             host: serde_json::Value::Null,
+            strategy: "plan-execute".into(),
         },
         EventKind::InputPrepared { goal },
         EventKind::PlanCreated {

@@ -163,6 +163,9 @@ pub struct Harness {
     pub work: Work,
     pub timeout_ms: Option<u64>,
     pub config: RunConfig,
+    /// Adds roles (verifier, actor, …) or replaces the executor.
+    pub roles_hook: Option<Arc<dyn Fn(Roles) -> Roles + Send + Sync>>,
+    pub strategy: Option<Arc<dyn stepwise_core::Strategy>>,
 }
 
 impl Harness {
@@ -177,7 +180,27 @@ impl Harness {
             work: Work::new(),
             timeout_ms: None,
             config: RunConfig::default(),
+            roles_hook: None,
+            strategy: None,
         }
+    }
+
+    pub fn roles(mut self, hook: impl Fn(Roles) -> Roles + Send + Sync + 'static) -> Self {
+        self.roles_hook = Some(Arc::new(hook));
+        self
+    }
+
+    /// Runs with the builtin strategy of this name.
+    pub fn strategy(self, name: &str) -> Self {
+        let strategy = stepwise_core::StrategyRegistry::builtin()
+            .get(name)
+            .unwrap();
+        self.with_strategy(strategy)
+    }
+
+    pub fn with_strategy(mut self, strategy: Arc<dyn stepwise_core::Strategy>) -> Self {
+        self.strategy = Some(strategy);
+        self
     }
 
     pub fn repairs(mut self, plans: Vec<DraftPlan>) -> Self {
@@ -221,13 +244,26 @@ impl Harness {
         if let Some(r) = &self.reviewer {
             roles = roles.with_reviewer(r.clone());
         }
+        if let Some(hook) = &self.roles_hook {
+            roles = hook(roles);
+        }
         let mut tools = ToolRegistry::new();
         let mut work = self.work.tool();
         if let Some(ms) = self.timeout_ms {
             work = work.with_timeout_ms(ms);
         }
         tools.register_dyn(Arc::new(work));
-        Engine::new(roles, tools, self.config).unwrap()
+        let engine = Engine::new(roles, tools, self.config).unwrap();
+        match &self.strategy {
+            Some(s) => engine.with_strategy(s.clone()),
+            None => engine,
+        }
+    }
+
+    pub async fn run_with(&self, goal: &str, constraints: stepwise_core::Constraints) -> RunState {
+        let state = self.engine().run(goal, constraints).await.unwrap();
+        assert_fold_matches(&state);
+        state
     }
 
     pub async fn run(&self, goal: &str) -> RunState {

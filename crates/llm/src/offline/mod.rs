@@ -11,27 +11,38 @@
 //! - [`OfflineSynthesizer`] writes an extractive brief with `[note_id]`
 //!   citations, flagged contradictions and an "Unresolved gaps" section.
 //! - [`OfflineRepairer`] drops the steps a diagnostic names.
+//! - [`OfflineVerifier`] scores an iteration (`verified`), [`OfflineActor`]
+//!   and [`OfflineSummarizer`] drive the ReAct strategies, and
+//!   [`OfflineRouter`] classifies goals (`router`).
 
+mod actor;
 mod assessor;
 mod judge;
 mod planner;
 mod reformulate;
 mod repairer;
 mod replanner;
+mod router;
 mod search;
+mod summarizer;
 mod synthesizer;
+mod verifier;
 
 use std::sync::Arc;
 
 use stepwise_core::Roles;
 use stepwise_tools::notes::Corpus;
 
+pub use actor::OfflineActor;
 pub use assessor::OfflineAssessor;
 pub use planner::{OfflinePlanner, sub_questions};
 pub use reformulate::Reformulator;
 pub use repairer::OfflineRepairer;
 pub use replanner::OfflineReplanner;
+pub use router::OfflineRouter;
+pub use summarizer::OfflineSummarizer;
 pub use synthesizer::OfflineSynthesizer;
+pub use verifier::OfflineVerifier;
 
 /// A search result must score at least this (BM25) to count as evidence.
 pub const MIN_SCORE: f64 = 0.5;
@@ -45,9 +56,13 @@ pub fn roles(corpus: Arc<Corpus>) -> Roles {
         Arc::new(OfflinePlanner),
         Arc::new(OfflineRepairer),
         Arc::new(OfflineAssessor::new(Arc::clone(&reformulator))),
-        Arc::new(OfflineReplanner::new(reformulator)),
+        Arc::new(OfflineReplanner::new(Arc::clone(&reformulator))),
         Arc::new(OfflineSynthesizer),
     )
+    .with_verifier(Arc::new(OfflineVerifier))
+    .with_actor(Arc::new(OfflineActor::new(reformulator)))
+    .with_summarizer(Arc::new(OfflineSummarizer))
+    .with_router(Arc::new(OfflineRouter))
 }
 
 /// The gap recorded when a sub-question finds no evidence; the same text for

@@ -1,20 +1,35 @@
-//! The LLM step executor: for a step whose arguments the plan left open, the
-//! model writes them from the step's isolated context (its description and
-//! criteria, resolved inputs, its dependencies' outputs — never the run's
-//! history), then the tool is called. A step with arguments is called
-//! directly, as `ToolCallExecutor` does, at no model cost.
+//! The LLM step executor: for a step whose plan leaves arguments open
+//! (`{"$open": "what to fill in"}`, see `docs/plan-format.md`), the model
+//! writes them from the step's isolated context — its description and
+//! criteria, the arguments the plan gives (references resolved), its
+//! dependencies' outputs; never the run's history. The filled arguments are
+//! checked against the tool's schema before the tool is called. A step with
+//! no open argument is called directly, as `ToolCallExecutor` does, at no
+//! model cost.
+//!
+//! Every model call is handed back — with the reply, or with the
+//! [`StepFailure`] when the model's answer is unusable, the provider fails,
+//! the filled arguments do not fit, or the tool then fails — so the engine
+//! records and counts it either way.
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Map, Value, json};
+use stepwise_core::model::ModelExchange;
+use stepwise_core::plan::args::open_args;
 use stepwise_core::roles::{Reply, RoleError, RoleName, StepContext, StepExecutor};
-use stepwise_core::{DynTool, FailureClass, FailureKind, ResponseSchema, StepFailure, ToolError};
+use stepwise_core::{
+    DynTool, FailureClass, FailureKind, ResponseSchema, StepFailure, ToolError, Usage,
+};
 
 use super::view::{self, ToolView};
 use super::{Ask, Backend, llm_role};
 use crate::structured::Check;
+
+/// Most schema violations quoted in a failure.
+const MAX_SCHEMA_ERRORS: usize = 5;
 
 /// execute_step, with a model filling open arguments.
 #[derive(Debug)]
@@ -22,21 +37,6 @@ pub struct LlmExecutor {
     backend: Backend,
 }
 llm_role!(LlmExecutor);
-
-/// Whether the plan left the arguments open: none given, though the tool
-/// requires some.
-pub(crate) fn args_open(args: &Value, schema: &Value) -> bool {
-    let empty = match args {
-        Value::Null => true,
-        Value::Object(map) => map.is_empty(),
-        _ => false,
-    };
-    let requires = schema
-        .get("required")
-        .and_then(Value::as_array)
-        .is_some_and(|r| !r.is_empty());
-    empty && requires
-}
 
 #[derive(Serialize)]
 struct StepView<'a> {
@@ -52,28 +52,90 @@ struct DependencyView {
     output: String,
 }
 
+/// One argument the model must write.
+#[derive(Serialize)]
+struct OpenView {
+    name: String,
+    /// What the plan says to fill in.
+    hint: String,
+    /// The argument's schema, compact JSON (`{}` if the tool's schema has none).
+    schema: String,
+}
+
 #[derive(Serialize)]
 struct ExecutorContext<'a> {
     step: StepView<'a>,
     tool: ToolView,
+    /// The arguments the plan gives (references resolved), compact JSON;
+    /// empty when it gives none.
+    given: String,
+    open: Vec<OpenView>,
     dependencies: Vec<DependencyView>,
 }
 
 fn tool_failure(e: ToolError) -> StepFailure {
-    StepFailure {
-        class: e.class,
-        kind: FailureKind::Tool,
-        message: e.message,
-        retry_after_ms: e.retry_after_ms,
-    }
+    let mut failure = StepFailure::new(e.class, FailureKind::Tool, e.message);
+    failure.retry_after_ms = e.retry_after_ms;
+    failure
 }
 
-fn executor_failure(e: &RoleError) -> StepFailure {
-    let class = match e {
+fn executor_failure(mut e: RoleError) -> StepFailure {
+    let class = match &e {
         RoleError::Failed { class, .. } => *class,
         RoleError::Malformed { .. } => FailureClass::Persistent,
     };
-    StepFailure::new(class, FailureKind::Executor, e.to_string())
+    let usage = e.usage();
+    let exchanges = e.take_exchanges();
+    StepFailure::new(class, FailureKind::Executor, e.to_string()).with_calls(usage, exchanges)
+}
+
+/// The schema of the answer: an object holding exactly the open arguments,
+/// each with its schema from the tool's (definitions kept, so `$ref`s resolve).
+fn open_schema(tool_schema: &Value, open: &[(String, String)]) -> Value {
+    let properties = tool_schema.get("properties").and_then(Value::as_object);
+    let mut props = Map::new();
+    for (name, _) in open {
+        let schema = properties
+            .and_then(|p| p.get(name))
+            .cloned()
+            .unwrap_or_else(|| json!({}));
+        props.insert(name.clone(), schema);
+    }
+    let names: Vec<&str> = open.iter().map(|(n, _)| n.as_str()).collect();
+    let mut schema = json!({
+        "type": "object",
+        "properties": props,
+        "required": names,
+        "additionalProperties": false
+    });
+    if let (Value::Object(out), Value::Object(tool)) = (&mut schema, tool_schema) {
+        for key in ["$schema", "$defs", "definitions"] {
+            if let Some(v) = tool.get(key) {
+                out.insert(key.to_owned(), v.clone());
+            }
+        }
+    }
+    schema
+}
+
+/// Schema violations of the complete arguments, as one line.
+fn schema_problems(schema: &Value, args: &Value) -> Result<(), String> {
+    let validator = jsonschema::validator_for(schema)
+        .map_err(|e| format!("the tool's argument schema does not compile: {e}"))?;
+    let errors: Vec<String> = validator
+        .iter_errors(args)
+        .take(MAX_SCHEMA_ERRORS)
+        .map(|e| {
+            let path = e.instance_path().as_str();
+            let path = if path.is_empty() { "/" } else { path };
+            format!("at {path}: {e}")
+        })
+        .collect();
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors.join("; "))
+    }
 }
 
 #[async_trait]
@@ -84,7 +146,8 @@ impl StepExecutor for LlmExecutor {
         tool: Arc<dyn DynTool>,
     ) -> Result<Reply<Value>, StepFailure> {
         let spec = tool.spec().clone();
-        if !args_open(&context.args, &spec.args_schema) {
+        let open = open_args(&context.args);
+        if open.is_empty() {
             let value = tool
                 .call_json(context.tool_context, context.args)
                 .await
@@ -93,7 +156,8 @@ impl StepExecutor for LlmExecutor {
         }
         if spec.side_effect {
             // An approval covers the arguments it was shown; arguments written
-            // after it would bypass it.
+            // after it would bypass it. (The plan validator refuses such a
+            // plan; this guards plans that bypassed it.)
             return Err(StepFailure::new(
                 FailureClass::Persistent,
                 FailureKind::InvalidArgs,
@@ -104,6 +168,16 @@ impl StepExecutor for LlmExecutor {
                 ),
             ));
         }
+        let mut args = match context.args {
+            Value::Object(map) => map,
+            _ => Map::new(),
+        };
+        let given: Map<String, Value> = args
+            .iter()
+            .filter(|(k, _)| !open.iter().any(|(name, _)| name == *k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let schema = open_schema(&spec.args_schema, &open);
         let step = &context.step;
         let prompt = ExecutorContext {
             step: StepView {
@@ -116,6 +190,19 @@ impl StepExecutor for LlmExecutor {
                 .ok_or_else(|| {
                     StepFailure::new(FailureClass::Persistent, FailureKind::Executor, "no tool")
                 })?,
+            given: if given.is_empty() {
+                String::new()
+            } else {
+                Value::Object(given).to_string()
+            },
+            open: open
+                .iter()
+                .map(|(name, hint)| OpenView {
+                    name: name.clone(),
+                    hint: hint.clone(),
+                    schema: view::compact_schema(&schema["properties"][name]),
+                })
+                .collect(),
             dependencies: context
                 .dependencies
                 .iter()
@@ -126,53 +213,93 @@ impl StepExecutor for LlmExecutor {
                 })
                 .collect(),
         };
-        let asked: Result<Reply<Value>, RoleError> = self
+        let Reply {
+            value: mut filled,
+            usage,
+            exchanges,
+        } = self
             .backend
-            .ask(Ask {
+            .ask::<Map<String, Value>, _>(Ask {
                 role: RoleName::StepExecutor,
                 purpose: "executor",
                 template: "executor.jinja",
                 context: &prompt,
                 schema: ResponseSchema {
                     name: "arguments".to_owned(),
-                    schema: spec.args_schema.clone(),
+                    schema,
                 },
                 check: Check::Schema,
             })
-            .await;
-        // A StepFailure has no room for exchanges: a failed model call is
-        // recorded through the failure's message only.
-        let Reply {
-            value: args,
-            usage,
-            exchanges,
-        } = asked.map_err(|e| executor_failure(&e))?;
-        let value = tool
-            .call_json(context.tool_context, args)
             .await
-            .map_err(tool_failure)?;
-        Ok(Reply {
-            value,
-            usage,
-            exchanges,
-        })
+            .map_err(executor_failure)?;
+        let fail = |message: String, usage: Usage, exchanges: Vec<ModelExchange>| {
+            StepFailure::new(FailureClass::Persistent, FailureKind::InvalidArgs, message)
+                .with_calls(usage, exchanges)
+        };
+        for (name, _) in &open {
+            match filled.remove(name) {
+                Some(value) => {
+                    args.insert(name.clone(), value);
+                }
+                None => {
+                    return Err(fail(
+                        format!("the model did not fill in argument `{name}`"),
+                        usage,
+                        exchanges,
+                    ));
+                }
+            }
+        }
+        let args = Value::Object(args);
+        if let Err(problems) = schema_problems(&spec.args_schema, &args) {
+            return Err(fail(
+                format!(
+                    "the arguments the model filled in do not match {}'s schema: {problems}",
+                    spec.name
+                ),
+                usage,
+                exchanges,
+            ));
+        }
+        match tool.call_json(context.tool_context, args).await {
+            Ok(value) => Ok(Reply {
+                value,
+                usage,
+                exchanges,
+            }),
+            Err(e) => Err(tool_failure(e).with_calls(usage, exchanges)),
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
-    fn open_means_empty_args_and_required_properties() {
-        let schema = json!({"type": "object", "required": ["query"]});
-        assert!(args_open(&json!({}), &schema));
-        assert!(!args_open(&json!({"query": "x"}), &schema));
-        assert!(!args_open(&json!({}), &json!({"type": "object"})));
-        assert!(!args_open(
-            &json!({}),
-            &json!({"type": "object", "required": []})
-        ));
+    fn the_answer_schema_holds_exactly_the_open_arguments() {
+        let tool = json!({
+            "$defs": {"Lang": {"type": "string"}},
+            "type": "object",
+            "properties": {
+                "query": {"type": "string"},
+                "lang": {"$ref": "#/$defs/Lang"},
+                "limit": {"type": "integer"}
+            },
+            "required": ["query"]
+        });
+        let open = vec![
+            ("query".to_owned(), "what to look for".to_owned()),
+            ("lang".to_owned(), "the language".to_owned()),
+            ("other".to_owned(), "not in the schema".to_owned()),
+        ];
+        let schema = open_schema(&tool, &open);
+        assert_eq!(schema["required"], json!(["query", "lang", "other"]));
+        assert_eq!(schema["additionalProperties"], json!(false));
+        assert_eq!(schema["properties"]["other"], json!({}));
+        assert!(schema["properties"].get("limit").is_none());
+        assert_eq!(schema["$defs"], tool["$defs"]);
+        assert!(schema_problems(&schema, &json!({"query": "q", "lang": "en", "other": 1})).is_ok());
+        assert!(schema_problems(&schema, &json!({"query": "q", "lang": 3, "other": 1})).is_err());
     }
 }

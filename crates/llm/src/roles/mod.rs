@@ -5,16 +5,22 @@
 //! engine's validator and repairer judge them, not these roles.
 //!
 //! Each role sees only what it needs (seed 002's context isolation): the
-//! assessor one step, the executor one step and its dependencies, and the
-//! replanner and synthesizer summarised, size-capped results — never the
-//! whole history.
+//! assessor one step, the executor one step and its dependencies, the
+//! summarizer one tool result, the router the goal, the replanner,
+//! verifier and synthesizer summarised, size-capped results — never the
+//! whole history. The ReAct actor sees its own history of calls (that is
+//! what ReAct is), as the engine builds it.
 
+mod actor;
 mod assessor;
 mod executor;
 mod planner;
 mod prompts;
 mod replanner;
+mod router;
+mod summarizer;
 mod synthesizer;
+mod verifier;
 mod view;
 
 use std::fmt;
@@ -27,18 +33,23 @@ use stepwise_core::model::ModelExchange;
 use stepwise_core::roles::{AutoApprove, Reply, RoleError, RoleName};
 use stepwise_core::{ChatModel, ChatRequest, FailureClass, ResponseSchema, Roles};
 
+pub use actor::LlmActor;
 pub use assessor::LlmAssessor;
 pub use executor::LlmExecutor;
 pub use planner::{LlmPlanner, LlmRepairer};
 pub use prompts::{PromptError, Prompts};
 pub use replanner::{LlmReplanner, replan_schema};
+pub use router::LlmRouter;
+pub use summarizer::LlmSummarizer;
 pub use synthesizer::LlmSynthesizer;
+pub use verifier::LlmVerifier;
 
 use crate::call::CallPolicy;
 use crate::structured::{Check, structured_with};
 
 /// Every LLM-backed role over one model: the planning graph's roles, with
-/// plans approved automatically and open step arguments filled by the model.
+/// plans approved automatically and open step arguments filled by the model,
+/// and the strategies' roles (verifier, actor, summarizer, router).
 pub fn llm_roles(model: Arc<dyn ChatModel>, policy: CallPolicy, prompts: Prompts) -> Roles {
     let backend = Backend::new(model, policy, prompts);
     Roles {
@@ -48,7 +59,11 @@ pub fn llm_roles(model: Arc<dyn ChatModel>, policy: CallPolicy, prompts: Prompts
         executor: Arc::new(LlmExecutor::from_backend(backend.clone())),
         assessor: Arc::new(LlmAssessor::from_backend(backend.clone())),
         replanner: Arc::new(LlmReplanner::from_backend(backend.clone())),
-        synthesizer: Arc::new(LlmSynthesizer::from_backend(backend)),
+        synthesizer: Arc::new(LlmSynthesizer::from_backend(backend.clone())),
+        verifier: Some(Arc::new(LlmVerifier::from_backend(backend.clone()))),
+        actor: Some(Arc::new(LlmActor::from_backend(backend.clone()))),
+        summarizer: Some(Arc::new(LlmSummarizer::from_backend(backend.clone()))),
+        router: Some(Arc::new(LlmRouter::from_backend(backend))),
     }
 }
 

@@ -14,7 +14,7 @@ use serde::Serialize;
 use stepwise_core::Message;
 
 /// The templates, by file name, as shipped.
-const EMBEDDED: [(&str, &str); 7] = [
+const EMBEDDED: [(&str, &str); 10] = [
     ("planner.jinja", include_str!("../../prompts/planner.jinja")),
     (
         "repairer.jinja",
@@ -40,6 +40,12 @@ const EMBEDDED: [(&str, &str); 7] = [
         "executor.jinja",
         include_str!("../../prompts/executor.jinja"),
     ),
+    ("actor.jinja", include_str!("../../prompts/actor.jinja")),
+    (
+        "summarizer.jinja",
+        include_str!("../../prompts/summarizer.jinja"),
+    ),
+    ("router.jinja", include_str!("../../prompts/router.jinja")),
 ];
 
 /// A prompt template could not be loaded or rendered.
@@ -291,7 +297,8 @@ mod tests {
         let verifier = Prompts::embedded()
             .render(
                 "verifier.jinja",
-                &serde_json::json!({"goal": "g", "results": [], "gaps": []}),
+                &serde_json::json!({"goal": "g", "constraints": "", "iteration": 1,
+                    "results": [], "unanswered": [], "gaps": []}),
             )
             .unwrap();
         assert_eq!(verifier.len(), 2);

@@ -1,0 +1,314 @@
+//! `stepwise bench` end to end: the real binary over a two-task fixture
+//! suite (tests/fixtures/bench/two-tasks.toml), offline.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+fn fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/bench/two-tasks.toml")
+}
+
+struct Out {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs `stepwise` with a database path that must never be created.
+fn stepwise(args: &[&str], db: &Path) -> Out {
+    let out = Command::new(env!("CARGO_BIN_EXE_stepwise"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .env("STEPWISE_DB", db)
+        .env_remove("STEPWISE_MODEL")
+        .output()
+        .unwrap();
+    Out {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8(out.stdout).unwrap(),
+        stderr: String::from_utf8(out.stderr).unwrap(),
+    }
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("stepwise-bench-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn bench(extra: &[&str], name: &str) -> Out {
+    let dir = scratch(name);
+    let db = dir.join("runs.db");
+    let suite = fixture();
+    let mut args = vec![
+        "bench",
+        suite.to_str().unwrap(),
+        "--strategies",
+        "plan-execute,plan-solve",
+    ];
+    args.extend_from_slice(extra);
+    let out = stepwise(&args, &db);
+    assert!(!db.exists(), "the bench wrote to the run database");
+    let _ = std::fs::remove_dir_all(&dir);
+    out
+}
+
+fn row<'a>(json: &'a Value, strategy: &str, task: &str) -> &'a Value {
+    json["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["strategy"] == strategy && r["task"] == task)
+        .unwrap_or_else(|| panic!("no row for {strategy} × {task}"))
+}
+
+fn n(v: &Value) -> u64 {
+    v.as_u64().unwrap()
+}
+
+#[test]
+fn two_tasks_by_two_strategies_give_four_rows_and_two_summaries() {
+    let out = bench(&["--json"], "json");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let json: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(json["model"], "offline");
+    assert_eq!(
+        json["strategies"],
+        serde_json::json!(["plan-execute", "plan-solve"])
+    );
+    assert_eq!(
+        json["tasks"],
+        serde_json::json!(["pilot-resolution", "adoption-maintenance"])
+    );
+
+    // Strategy-major order: each strategy's tasks in suite order.
+    let order: Vec<(String, String)> = json["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["strategy"].as_str().unwrap().to_owned(),
+                r["task"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let pair = |s: &str, t: &str| (s.to_owned(), t.to_owned());
+    assert_eq!(
+        order,
+        [
+            pair("plan-execute", "pilot-resolution"),
+            pair("plan-execute", "adoption-maintenance"),
+            pair("plan-solve", "pilot-resolution"),
+            pair("plan-solve", "adoption-maintenance"),
+        ]
+    );
+
+    for r in json["runs"].as_array().unwrap() {
+        assert_eq!(r["status"], "ok", "{r}");
+        assert_eq!(r["closed_loop"], true);
+        assert_eq!(n(&r["model_calls"]), 0, "offline roles call no model");
+        assert_eq!(n(&r["input_tokens"]) + n(&r["output_tokens"]), 0);
+        assert!(n(&r["tool_calls"]) >= 1, "{r}");
+        assert_eq!(
+            r["success"],
+            r["failed_checks"].as_array().unwrap().is_empty()
+        );
+    }
+
+    for (s, driver) in [("plan-execute", "graph"), ("plan-solve", "graph-no-replan")] {
+        for t in ["pilot-resolution", "adoption-maintenance"] {
+            assert_eq!(row(&json, s, t)["driver"], driver);
+        }
+    }
+
+    // The lookup passes with both.
+    for s in ["plan-execute", "plan-solve"] {
+        let r = row(&json, s, "pilot-resolution");
+        assert_eq!(r["success"], true, "{r}");
+        assert!(
+            r["citations"]
+                .as_array()
+                .unwrap()
+                .contains(&Value::from("pilot-results-q2"))
+        );
+    }
+    // Only the strategy that replans reaches the note that says "maintain".
+    let pe = row(&json, "plan-execute", "adoption-maintenance");
+    assert_eq!(pe["success"], true, "{pe}");
+    assert!(n(&pe["replans"]) >= 1, "{pe}");
+    let ps = row(&json, "plan-solve", "adoption-maintenance");
+    assert_eq!(ps["success"], false, "{ps}");
+    assert_eq!(n(&ps["replans"]), 0);
+    assert_eq!(
+        ps["failed_checks"],
+        serde_json::json!(["not cited: index-upkeep"])
+    );
+    assert!(
+        n(&ps["gaps"]) >= 1,
+        "plan-solve names what it did not find: {ps}"
+    );
+
+    // Role calls: plan-solve without retries makes one plan, one assessment
+    // per step attempt and one report.
+    for t in ["pilot-resolution", "adoption-maintenance"] {
+        let r = row(&json, "plan-solve", t);
+        assert_eq!(n(&r["role_calls"]), n(&r["tool_calls"]) + 2, "{r}");
+    }
+    // A replan adds a replanner call and an assessment for each new step.
+    assert!(n(&pe["role_calls"]) > n(&pe["tool_calls"]) + 2, "{pe}");
+
+    // One summary per strategy, adding up its rows.
+    let summary = json["summary"].as_array().unwrap();
+    assert_eq!(summary.len(), 2);
+    for s in summary {
+        let name = s["strategy"].as_str().unwrap();
+        let mine: Vec<&Value> = json["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["strategy"] == name)
+            .collect();
+        assert_eq!(n(&s["runs"]), 2);
+        assert_eq!(n(&s["closed_loop"]), 2);
+        assert_eq!(s["closed_loop_rate"], 1.0);
+        for key in ["tool_calls", "role_calls", "replans", "wall_ms"] {
+            let total: u64 = mine.iter().map(|r| n(&r[key])).sum();
+            assert_eq!(n(&s[key]), total, "{name} {key}");
+        }
+    }
+    let successes = |name: &str| {
+        let s = summary.iter().find(|s| s["strategy"] == name).unwrap();
+        (n(&s["successes"]), s["success_rate"].as_f64().unwrap())
+    };
+    assert_eq!(successes("plan-execute"), (2, 1.0));
+    assert_eq!(successes("plan-solve"), (1, 0.5));
+
+    // A progress line per run on stderr.
+    for i in 1..=4 {
+        assert!(out.stderr.contains(&format!("[{i}/4] ")), "{}", out.stderr);
+    }
+}
+
+#[test]
+fn the_table_has_a_row_per_run_and_a_summary_per_strategy() {
+    let out = bench(&["--quiet"], "table");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stderr.is_empty(), "--quiet: {}", out.stderr);
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert!(lines[0].starts_with("STRATEGY"), "{}", out.stdout);
+    for column in [
+        "TASK",
+        "SUCCESS",
+        "STATUS",
+        "ROLE CALLS",
+        "MODEL CALLS",
+        "TOKENS IN",
+        "TOKENS OUT",
+        "TOOL CALLS",
+        "REPLANS",
+        "WALL MS",
+    ] {
+        assert!(lines[0].contains(column), "{column}: {}", lines[0]);
+    }
+    let runs: Vec<&&str> = lines[1..5].iter().collect();
+    assert!(
+        runs.iter().all(|l| l.starts_with("plan-")),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(lines[5], "");
+    assert!(lines[6].contains("CLOSED LOOP"), "{}", out.stdout);
+    assert!(lines[7].starts_with("plan-execute") && lines[7].contains("2/2 100%"));
+    assert!(lines[8].starts_with("plan-solve") && lines[8].contains("1/2 50%"));
+    assert!(
+        out.stdout.contains(
+            "failed checks:\n  plan-solve · adoption-maintenance: not cited: index-upkeep\n"
+        ),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn csv_has_a_header_and_a_row_per_run() {
+    let out = bench(&["--csv", "--quiet"], "csv");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(
+        lines[0],
+        "strategy,task,success,status,driver,stop_condition,closed_loop,role_calls,model_calls,input_tokens,output_tokens,tool_calls,replans,wall_ms,failed_checks"
+    );
+    assert_eq!(lines.len(), 5, "{}", out.stdout);
+    assert!(lines[1].starts_with("plan-execute,pilot-resolution,true,ok,graph,"));
+    assert!(lines[4].starts_with("plan-solve,adoption-maintenance,false,ok,graph-no-replan,"));
+    assert!(
+        lines[4].ends_with(",not cited: index-upkeep"),
+        "{}",
+        lines[4]
+    );
+}
+
+#[test]
+fn a_malformed_suite_is_a_usage_error() {
+    let dir = scratch("malformed");
+    let db = dir.join("runs.db");
+    let cases = [
+        ("empty.toml", "", "no tasks"),
+        ("syntax.toml", "[[task]\nid = 1", "not a valid suite"),
+        (
+            "field.toml",
+            "[[task]]\nid = \"a\"\ngoal = \"g\"\nnotes = \".\"\nchecks = { required_citation = [\"x\"] }\n",
+            "unknown field `required_citation`",
+        ),
+        (
+            "notes.toml",
+            "[[task]]\nid = \"a\"\ngoal = \"g\"\nnotes = \"no-such-folder\"\n",
+            "task \"a\"",
+        ),
+    ];
+    for (file, text, expected) in cases {
+        let path = dir.join(file);
+        std::fs::write(&path, text).unwrap();
+        let out = stepwise(&["bench", path.to_str().unwrap(), "--quiet"], &db);
+        assert_eq!(out.code, 2, "{file}: {}", out.stderr);
+        assert!(out.stdout.is_empty(), "{file}: {}", out.stdout);
+        let first = out.stderr.lines().next().unwrap_or_default();
+        assert!(first.starts_with("error: suite "), "{file}: {}", out.stderr);
+        assert!(first.contains(expected), "{file}: {}", out.stderr);
+        assert_eq!(
+            out.stderr.lines().count(),
+            1,
+            "{file}: one line: {}",
+            out.stderr
+        );
+    }
+    let missing = stepwise(&["bench", dir.join("nope.toml").to_str().unwrap()], &db);
+    assert_eq!(missing.code, 2);
+    assert!(
+        missing.stderr.contains("cannot read suite"),
+        "{}",
+        missing.stderr
+    );
+    let bogus = stepwise(
+        &[
+            "bench",
+            fixture().to_str().unwrap(),
+            "--strategies",
+            "plan-execute,bogus",
+        ],
+        &db,
+    );
+    assert_eq!(bogus.code, 2);
+    assert!(
+        bogus.stderr.contains("unknown strategy"),
+        "{}",
+        bogus.stderr
+    );
+    assert!(!db.exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}

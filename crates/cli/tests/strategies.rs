@@ -1,0 +1,325 @@
+//! `stepwise strategies` and `run --strategy`: the real binary, offline.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+const SIX: [&str; 6] = [
+    "plan-execute",
+    "plan-solve",
+    "verified",
+    "react",
+    "react-isolated",
+    "router",
+];
+
+/// The notes say "maintain", never "maintenance": plan-execute replans here.
+const GOAL: &str = "Should our team adopt retrieval-augmented generation for customer support?";
+const CONSTRAINTS: &str = r#"{"comparison_dimensions": ["operating cost", "maintenance"]}"#;
+
+fn notes() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/notes")
+}
+
+struct Dir(PathBuf);
+
+impl Dir {
+    fn new(name: &str) -> Self {
+        let p =
+            std::env::temp_dir().join(format!("stepwise-strategies-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        Self(p)
+    }
+    fn db(&self) -> PathBuf {
+        self.0.join("runs.db")
+    }
+}
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+struct Out {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+fn stepwise(dir: &Dir, args: &[&str], env: &[(&str, &str)]) -> Out {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_stepwise"));
+    c.arg("--db")
+        .arg(dir.db())
+        .args(args)
+        .env("NO_COLOR", "1")
+        .env_remove("STEPWISE_MODEL")
+        .env_remove("STEPWISE_FAILPOINT")
+        .env_remove("STEPWISE_TOOL_DELAY_MS");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let out = c.output().unwrap();
+    Out {
+        code: out.status.code(),
+        stdout: String::from_utf8(out.stdout).unwrap(),
+        stderr: String::from_utf8(out.stderr).unwrap(),
+    }
+}
+
+fn run_json(dir: &Dir, strategy: &str, extra: &[&str]) -> (Out, Value) {
+    let notes = notes();
+    let mut args = vec![
+        "run",
+        GOAL,
+        "--notes",
+        notes.to_str().unwrap(),
+        "--constraints",
+        CONSTRAINTS,
+        "--strategy",
+        strategy,
+        "--json",
+        "--quiet",
+    ];
+    args.extend_from_slice(extra);
+    let out = stepwise(dir, &args, &[]);
+    let json = serde_json::from_str(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}\n{}", out.stdout, out.stderr));
+    (out, json)
+}
+
+fn kinds(json: &Value) -> Vec<String> {
+    json["execution_history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn cited(json: &Value) -> Vec<String> {
+    json["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["source_id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn all_six_strategies_are_listed_with_a_description() {
+    let dir = Dir::new("list");
+    let out = stepwise(&dir, &["strategies"], &[]);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert!(lines[0].starts_with("NAME") && lines[0].contains("DESCRIPTION"));
+    assert_eq!(lines.len(), 7, "{}", out.stdout);
+    for (line, name) in lines[1..].iter().zip(SIX) {
+        assert!(line.starts_with(name), "{name}: {line}");
+        assert!(line.len() > name.len() + 20, "a description: {line}");
+    }
+    assert!(lines[1].starts_with("plan-execute (default)"));
+
+    let out = stepwise(&dir, &["strategies", "--json"], &[]);
+    assert_eq!(out.code, Some(0));
+    let json: Value = serde_json::from_str(&out.stdout).unwrap();
+    let names: Vec<&str> = json
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, SIX);
+    let defaults: Vec<&str> = json
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["default"] == true)
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(defaults, ["plan-execute"]);
+    assert!(!dir.db().exists());
+}
+
+#[test]
+fn an_unknown_strategy_is_a_usage_error_naming_the_valid_ones() {
+    let dir = Dir::new("bogus");
+    let notes = notes();
+    let out = stepwise(
+        &dir,
+        &[
+            "run",
+            GOAL,
+            "--notes",
+            notes.to_str().unwrap(),
+            "--strategy",
+            "bogus",
+        ],
+        &[],
+    );
+    assert_eq!(out.code, Some(2), "{}", out.stderr);
+    assert!(out.stdout.is_empty());
+    assert!(out.stderr.contains("bogus"), "{}", out.stderr);
+    for name in SIX {
+        assert!(out.stderr.contains(name), "{name}: {}", out.stderr);
+    }
+    assert!(!dir.db().exists(), "nothing is recorded for a usage error");
+}
+
+#[test]
+fn react_ends_ok_with_citations_and_records_its_strategy() {
+    let dir = Dir::new("react");
+    let (out, json) = run_json(&dir, "react", &[]);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert_eq!(json["status"], "ok");
+    assert_eq!(json["strategy"], "react");
+    let cited = cited(&json);
+    assert!(!cited.is_empty(), "{json}");
+    assert!(
+        cited.contains(&"rag-operating-cost".to_owned()),
+        "{cited:?}"
+    );
+    let kinds = kinds(&json);
+    assert!(kinds.contains(&"step_added".to_owned()), "{kinds:?}");
+    assert!(!kinds.contains(&"plan_created".to_owned()), "{kinds:?}");
+    let history = json["execution_history"].as_array().unwrap();
+    assert_eq!(history[0]["kind"], "run_started");
+    assert_eq!(history[0]["strategy"], "react");
+    let chosen = history
+        .iter()
+        .find(|e| e["kind"] == "strategy_chosen")
+        .unwrap();
+    assert_eq!(chosen["strategy"], "react");
+    // Every quoted passage comes from a cited step's result.
+    let report = json["final_report"].as_str().unwrap();
+    for id in &cited {
+        assert!(
+            report.contains(&format!("[{id}]")),
+            "{id} not in the report"
+        );
+    }
+}
+
+#[test]
+fn plan_solve_never_replans() {
+    let dir = Dir::new("plan-solve");
+    // plan-execute replans on this goal ...
+    let (out, json) = run_json(&dir, "plan-execute", &[]);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert!(kinds(&json).contains(&"replanned".to_owned()));
+    // ... plan-solve does not, and names what it did not find.
+    let (out, json) = run_json(&dir, "plan-solve", &[]);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert_eq!(json["strategy"], "plan-solve");
+    assert_eq!(json["replan_count"], 0);
+    assert!(
+        !kinds(&json).contains(&"replanned".to_owned()),
+        "{:?}",
+        kinds(&json)
+    );
+    let gaps = json["knowledge_gaps"].as_array().unwrap();
+    assert!(
+        gaps.iter()
+            .any(|g| g.as_str().unwrap().contains("maintenance")),
+        "{gaps:?}"
+    );
+}
+
+/// Starts a react run that aborts after its `n`th durable write, then
+/// resumes it; `None` if it aborted before the run was recorded.
+fn interrupted_react_run(dir: &Dir, n: usize) -> Option<Value> {
+    let id = format!("run_react_{n}");
+    let notes = notes();
+    let failpoint = format!("abort-after-writes={n}");
+    let first = stepwise(
+        dir,
+        &[
+            "run",
+            GOAL,
+            "--notes",
+            notes.to_str().unwrap(),
+            "--constraints",
+            CONSTRAINTS,
+            "--strategy",
+            "react",
+            "--json",
+            "--quiet",
+            "--run-id",
+            &id,
+        ],
+        &[("STEPWISE_FAILPOINT", &failpoint)],
+    );
+    assert_eq!(
+        first.code, None,
+        "n={n}: expected an abort: {}",
+        first.stderr
+    );
+    let second = stepwise(dir, &["resume", &id, "--json", "--quiet"], &[]);
+    if second.stderr.contains("no run with id") {
+        return None;
+    }
+    assert_eq!(second.code, Some(0), "n={n}: {}", second.stderr);
+    Some(serde_json::from_str(&second.stdout).unwrap())
+}
+
+/// A react run cut off after each of its first durable writes resumes as a
+/// react run — even when it stopped before the strategy chose its driver,
+/// the resuming process uses the strategy the run recorded, not the default.
+#[test]
+fn an_interrupted_react_run_resumes_as_react() {
+    let dir = Dir::new("resume");
+    let mut resumed = 0;
+    for n in 1..=8 {
+        let Some(json) = interrupted_react_run(&dir, n) else {
+            continue;
+        };
+        assert_eq!(json["status"], "ok", "n={n}");
+        assert_eq!(json["strategy"], "react", "n={n}");
+        assert!(!cited(&json).is_empty(), "n={n}");
+        let kinds = kinds(&json);
+        assert!(kinds.contains(&"step_added".to_owned()), "n={n}: {kinds:?}");
+        assert!(
+            !kinds.contains(&"plan_created".to_owned()),
+            "n={n}: {kinds:?}"
+        );
+        let chosen: Vec<&Value> = json["execution_history"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["kind"] == "strategy_chosen")
+            .collect();
+        assert_eq!(chosen.len(), 1, "n={n}");
+        assert_eq!(chosen[0]["strategy"], "react", "n={n}");
+        assert_eq!(chosen[0]["driver"]["driver"], "react", "n={n}");
+        resumed += 1;
+    }
+    assert!(resumed >= 6, "only {resumed} interrupted runs were resumed");
+}
+
+/// An interrupted react run ends as an uninterrupted one would. Fails today:
+/// a tool call recorded (`step_added`) but not yet started when the process
+/// died stays `pending` for ever after the resume, and the actor makes a
+/// different call in its place (the abort after write 5 in this run).
+#[test]
+#[ignore = "core: a ReAct step added but not started before a crash is orphaned on resume"]
+fn an_interrupted_react_run_ends_like_an_uninterrupted_one() {
+    let dir = Dir::new("resume-same");
+    let (out, expected) = run_json(&dir, "react", &[]);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    for n in 1..=8 {
+        let Some(json) = interrupted_react_run(&dir, n) else {
+            continue;
+        };
+        assert_eq!(json["final_report"], expected["final_report"], "n={n}");
+        let pending: Vec<&Value> = json["plan"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| s["status"] == "pending")
+            .collect();
+        assert!(pending.is_empty(), "n={n}: {pending:?}");
+    }
+}

@@ -1,0 +1,234 @@
+//! The parts of the driver that strategies change: the choice of driver
+//! after prepare_input, the token budget, plan-solve's skipping instead of
+//! replanning, and the `verified` strategy's verify node.
+
+use crate::event::{EventKind, StopCondition};
+use crate::failure::FailureClass;
+use crate::graph::Node;
+use crate::ids::StepId;
+use crate::roles::{RoleError, RoleName};
+use crate::scheduler::blocked_dependants;
+use crate::step_status::StepStatus;
+use crate::strategy::Driver;
+use crate::strategy::verify::VerifyPolicy;
+
+use super::{EngineError, NodeResult, Run};
+
+impl Run<'_> {
+    /// How this run is driven (the default graph until the strategy chose).
+    pub(super) fn driver(&self) -> Driver {
+        self.state.driver.unwrap_or(Driver::PLAN_EXECUTE)
+    }
+
+    /// The `verified` strategy's stop conditions, if it is that strategy.
+    pub(super) fn verify_policy(&self) -> Option<VerifyPolicy> {
+        match self.driver() {
+            Driver::Graph { verify, .. } => verify,
+            Driver::React { .. } => None,
+        }
+    }
+
+    /// Whether the assessor may ask for a replan after a step (plan-execute);
+    /// plan-solve never replans, and verified replans only after verifying.
+    pub(super) fn replans_per_step(&self) -> bool {
+        matches!(
+            self.driver(),
+            Driver::Graph {
+                replanning: true,
+                verify: None
+            }
+        )
+    }
+
+    /// Where a finished step goes: to the assessor, or back to the actor.
+    pub(super) fn after_execute(&self) -> Node {
+        match self.driver() {
+            Driver::Graph { .. } => Node::AssessProgress,
+            Driver::React { .. } => Node::Act,
+        }
+    }
+
+    /// Asks the strategy how to drive the run and records its choice.
+    pub(super) async fn choose_strategy(&mut self) -> NodeResult {
+        let goal = self.goal()?;
+        let strategy = &self.engine.strategy;
+        let outcome = strategy.choose(goal, &self.engine.roles).await;
+        let reply = match self.answer(RoleName::Router, outcome).await? {
+            Ok(reply) => reply,
+            Err(e) => return Ok(Err(e)),
+        };
+        let driver = reply.value.driver;
+        self.record(EventKind::StrategyChosen {
+            strategy: self.engine.strategy.name().to_owned(),
+            driver,
+            reason: reply.value.reason,
+            usage: reply.usage,
+        })
+        .await?;
+        Ok(Ok(match driver {
+            Driver::Graph { .. } => Node::CreatePlan,
+            Driver::React { .. } => Node::Act,
+        }))
+    }
+
+    /// Whether the run has spent its token budget. The first time it finds
+    /// so, it records the stop, naming every step that will not run as a gap.
+    pub(super) async fn budget_spent(&mut self) -> Result<bool, EngineError> {
+        let Some(budget) = self.state.constraints.token_budget else {
+            return Ok(false);
+        };
+        let spent = self.state.usage.input_tokens + self.state.usage.output_tokens;
+        if spent < budget {
+            return Ok(false);
+        }
+        if self.state.stop_condition == Some(StopCondition::TokenBudget) {
+            return Ok(true);
+        }
+        let gaps = self
+            .state
+            .plan
+            .steps
+            .iter()
+            .filter(|s| s.status == StepStatus::Pending)
+            .map(|s| {
+                format!(
+                    "Not run (the token budget was spent): {} — {}",
+                    s.id, s.description
+                )
+            })
+            .collect();
+        self.record(EventKind::StopConditionMet {
+            condition: StopCondition::TokenBudget,
+            detail: format!("{spent} tokens spent, the budget is {budget}"),
+            gaps,
+        })
+        .await?;
+        Ok(true)
+    }
+
+    /// Skips the pending steps a failed step blocks, each with its reason as a gap.
+    pub(super) async fn skip_blocked(
+        &mut self,
+        failed: &StepId,
+        why: &str,
+    ) -> Result<(), EngineError> {
+        for step in blocked_dependants(&self.state.plan, failed) {
+            let reason = format!("Not run: {step} depends on {failed}, which failed ({why})");
+            self.record(EventKind::StepSkipped { step, reason }).await?;
+        }
+        Ok(())
+    }
+
+    /// verify (`verified`): the verifier judges the iteration; a stop
+    /// condition sends the run to its report, otherwise the replanner is told
+    /// what is weak or missing.
+    pub(super) async fn verify(&mut self) -> NodeResult {
+        if self.verify_policy().is_none() {
+            return Err(EngineError::Invariant(
+                "verify outside the verified strategy".to_owned(),
+            ));
+        }
+        if self.state.stop_condition.is_some() || self.budget_spent().await? {
+            // Stopped (perhaps before an interruption): write the report.
+            return Ok(Ok(Node::SynthesizeReport));
+        }
+        let iterations = self.state.replan_count as usize + 1;
+        if self.state.verification_history.len() >= iterations {
+            // This iteration was verified before an interruption: decide
+            // from that verdict rather than ask again.
+            return self.after_verification().await;
+        }
+        let Some(verifier) = self.engine.roles.verifier.clone() else {
+            return Ok(Err(RoleError::failed(
+                RoleName::Verifier,
+                FailureClass::Persistent,
+                "the verified strategy needs a verifier role, and none is configured",
+            )));
+        };
+        let outcome = verifier.verify(&self.state).await;
+        let reply = match self.answer(RoleName::Verifier, outcome).await? {
+            Ok(reply) => reply,
+            Err(e) => return Ok(Err(e)),
+        };
+        let verification = reply.value.clamped();
+        let iteration =
+            u32::try_from(self.state.verification_history.len() + 1).unwrap_or(u32::MAX);
+        self.record(EventKind::Verified {
+            iteration,
+            verification,
+            usage: reply.usage,
+        })
+        .await?;
+        self.after_verification().await
+    }
+
+    /// Stops on the first stop condition that holds after the last verdict,
+    /// or sends what is weak or missing to the replanner.
+    async fn after_verification(&mut self) -> NodeResult {
+        let policy = self.verify_policy().ok_or_else(|| {
+            EngineError::Invariant("verify outside the verified strategy".to_owned())
+        })?;
+        let Some(verification) = self.state.verification_history.last().cloned() else {
+            return Err(EngineError::Invariant(
+                "a decision after verification without one".to_owned(),
+            ));
+        };
+        let iteration = self.state.verification_history.len();
+        let stop = policy.stop(&self.state).or_else(|| {
+            (self.state.replan_count >= self.state.max_replans).then(|| {
+                (
+                    StopCondition::MaxIterations,
+                    format!(
+                        "{iteration} iteration(s) made and no replans left (max_replans is {})",
+                        self.state.max_replans
+                    ),
+                )
+            })
+        });
+        if let Some((condition, detail)) = stop {
+            // Missing elements not already named by an open gap.
+            let gaps = verification
+                .missing
+                .iter()
+                .filter(|m| {
+                    !self
+                        .state
+                        .knowledge_gaps
+                        .iter()
+                        .any(|g| g.contains(m.as_str()))
+                })
+                .map(|m| format!("Missing after verification: {m}"))
+                .collect();
+            self.record(EventKind::StopConditionMet {
+                condition,
+                detail,
+                gaps,
+            })
+            .await?;
+            return Ok(Ok(Node::SynthesizeReport));
+        }
+        let status = serde_json::to_value(verification.status)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        let mut reason = format!(
+            "verification {iteration}: {status}, completeness {:.2}",
+            verification.completeness
+        );
+        if !verification.missing.is_empty() {
+            reason.push_str(&format!("; missing: {}", verification.missing.join("; ")));
+        }
+        if !verification.weak_steps.is_empty() {
+            let weak: Vec<&str> = verification.weak_steps.iter().map(StepId::as_str).collect();
+            reason.push_str(&format!("; weak: {}", weak.join(", ")));
+        }
+        if !verification.contradictions.is_empty() {
+            reason.push_str(&format!(
+                "; contradictions: {}",
+                verification.contradictions.join("; ")
+            ));
+        }
+        self.replan_reason = reason;
+        Ok(Ok(Node::Replan))
+    }
+}
