@@ -246,8 +246,10 @@ impl Suite {
     pub(crate) fn load(path: &Path) -> anyhow::Result<Suite> {
         let name = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|e| {
+            let e = e.to_string();
+            let e = e.split(" (os error ").next().unwrap_or_default();
             usage(anyhow!(
-                "cannot read suite {name}: {e} (pass a suite file, e.g. examples/bench/suite.toml)"
+                "cannot read suite {name}: {e} (pass a suite file; the default, examples/bench/suite.toml, is relative to the repository root)"
             ))
         })?;
         Suite::parse(&text, path).map_err(|e| usage(anyhow!("suite {name}: {e:#}")))

@@ -482,7 +482,7 @@ fn usage_table(state: &RunState, price: Option<&Price>) -> String {
             .filter(|(id, _)| state.plan.step(id).is_none())
             .map(|(id, u)| (format!("step {id}"), *u)),
     );
-    labelled.extend(roles.into_iter());
+    labelled.extend(roles);
     let rows: Vec<[String; 5]> = labelled
         .into_iter()
         .map(|(label, u)| {

@@ -304,7 +304,6 @@ fn an_interrupted_react_run_resumes_as_react() {
 /// died stays `pending` for ever after the resume, and the actor makes a
 /// different call in its place (the abort after write 5 in this run).
 #[test]
-#[ignore = "core: a ReAct step added but not started before a crash is orphaned on resume"]
 fn an_interrupted_react_run_ends_like_an_uninterrupted_one() {
     let dir = Dir::new("resume-same");
     let (out, expected) = run_json(&dir, "react", &[]);

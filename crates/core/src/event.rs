@@ -295,6 +295,10 @@ pub enum EventKind {
         /// What the stop leaves unanswered; they become knowledge gaps.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         gaps: Vec<String>,
+        /// The cost of a decision refused by the stop (a ReAct actor's call
+        /// past the cap), so the run's total still counts it.
+        #[serde(default, skip_serializing_if = "Usage::is_zero")]
+        usage: Usage,
     },
     /// replan: the replanner's draft for the remaining work.
     Replanned {

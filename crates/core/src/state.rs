@@ -478,7 +478,9 @@ impl RunState {
                 condition,
                 detail,
                 gaps,
+                usage,
             } => {
+                self.usage += *usage;
                 if condition.needs_review() {
                     self.blocked_reason = Some(format!("{condition}: {detail}"));
                 }

@@ -346,7 +346,9 @@ async fn react_calls_tools_one_at_a_time_then_answers() {
 
 #[tokio::test(start_paused = true)]
 async fn react_ends_gracefully_at_its_tool_call_cap() {
-    let actor = Arc::new(ScriptedActor::new((0..10).map(|i| call(&format!("s{i}")))));
+    let actor = Arc::new(
+        ScriptedActor::new((0..10).map(|i| call(&format!("s{i}")))).costing(Usage::llm_call(10, 5)),
+    );
     let h = react(false, 3, actor.clone());
     let state = h.run("Keep calling").await;
     assert_eq!(state.status, RunStatus::Ok);
@@ -356,6 +358,9 @@ async fn react_ends_gracefully_at_its_tool_call_cap() {
         4,
         "three calls, then asked to answer"
     );
+    // The refused fourth call is paid for too.
+    assert_eq!(state.usage.llm_calls, 4);
+    assert_eq!(state.usage.input_tokens, 40);
     assert_eq!(state.step_results.len(), 3);
     let report = state.final_report.unwrap();
     assert!(report.contains("tool-call cap (3)"), "{report}");

@@ -64,3 +64,56 @@ pub(super) fn vet_evidence(
     }
     (accepted, rejected)
 }
+
+/// What the constraints asked the report to cover and it does not: a
+/// required section with no heading naming it, a comparison dimension the
+/// text never mentions. Whatever wrote the report (and whatever the plan
+/// left out), these become knowledge gaps rather than silent omissions.
+pub(super) fn coverage_gaps(constraints: &crate::goal::Constraints, text: &str) -> Vec<String> {
+    let lower = text.to_lowercase();
+    let headings: Vec<&str> = lower
+        .lines()
+        .filter(|l| l.trim_start().starts_with('#'))
+        .collect();
+    let mut gaps = Vec::new();
+    for section in &constraints.required_sections {
+        let name = section.to_lowercase();
+        if !headings.iter().any(|h| h.contains(name.trim())) {
+            gaps.push(format!(
+                "The report has no section on required section: {section}"
+            ));
+        }
+    }
+    for dimension in &constraints.comparison_dimensions {
+        if !lower.contains(dimension.to_lowercase().trim()) {
+            gaps.push(format!(
+                "The report does not cover comparison dimension: {dimension}"
+            ));
+        }
+    }
+    gaps
+}
+
+#[cfg(test)]
+mod coverage_tests {
+    use super::coverage_gaps;
+    use crate::goal::Constraints;
+
+    #[test]
+    fn sections_need_headings_and_dimensions_a_mention() {
+        let c = Constraints {
+            required_sections: vec!["Costs".into(), "Risks".into()],
+            comparison_dimensions: vec!["latency".into(), "team skills".into()],
+            ..Constraints::default()
+        };
+        let text = "# Brief\n\n## Costs\n\nLatency is low. Risks are many.\n";
+        assert_eq!(
+            coverage_gaps(&c, text),
+            [
+                "The report has no section on required section: Risks",
+                "The report does not cover comparison dimension: team skills"
+            ]
+        );
+        assert!(coverage_gaps(&Constraints::default(), "").is_empty());
+    }
+}

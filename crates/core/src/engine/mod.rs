@@ -601,6 +601,7 @@ impl<'e> Run<'e> {
                         condition: StopCondition::MaxRepairs,
                         detail,
                         gaps: Vec::new(),
+                        usage: crate::usage::Usage::default(),
                     })
                     .await?;
                     return Ok(Ok(Node::MarkNeedsReview));
@@ -1170,6 +1171,7 @@ impl<'e> Run<'e> {
                 condition,
                 detail,
                 gaps: Vec::new(),
+                usage: crate::usage::Usage::default(),
             })
             .await?;
             return Ok(Ok(Node::MarkNeedsReview));
@@ -1227,6 +1229,14 @@ impl<'e> Run<'e> {
         usage: crate::usage::Usage,
     ) -> NodeResult {
         let (evidence, rejected_evidence) = vet_evidence(&self.state, report.evidence);
+        let uncovered: Vec<String> = coverage_gaps(&self.state.constraints, &report.text)
+            .into_iter()
+            .filter(|g| !self.state.knowledge_gaps.contains(g))
+            .collect();
+        if !uncovered.is_empty() {
+            self.record(EventKind::GapsNoted { gaps: uncovered })
+                .await?;
+        }
         let missing: Vec<&String> = self
             .state
             .knowledge_gaps
@@ -1272,5 +1282,5 @@ use approval::Gate;
 pub use approval::{
     ApprovalDecision, ApprovalRequest, ApproveAll, Approver, DeferToPerson, args_hash,
 };
-use evidence::vet_evidence;
+use evidence::{coverage_gaps, vet_evidence};
 pub use resume::ResumeOptions;

@@ -94,6 +94,7 @@ impl Run<'_> {
                     gaps: vec![format!(
                         "The tool-call cap ({cap}) was reached before the agent answered; the report uses the results so far"
                     )],
+                    usage: reply.usage,
                 })
                 .await?;
                 Ok(Ok(Node::SynthesizeReport))

@@ -101,6 +101,7 @@ impl Run<'_> {
             condition: StopCondition::TokenBudget,
             detail: format!("{spent} tokens spent, the budget is {budget}"),
             gaps,
+            usage: crate::usage::Usage::default(),
         })
         .await?;
         Ok(true)
@@ -203,6 +204,7 @@ impl Run<'_> {
                 condition,
                 detail,
                 gaps,
+                usage: crate::usage::Usage::default(),
             })
             .await?;
             return Ok(Ok(Node::SynthesizeReport));

@@ -47,6 +47,39 @@ pub struct Step {
     /// Attempts made so far (retries included).
     #[serde(default)]
     pub attempts: u32,
+    /// The kind of agent that handles the step (seed 004): it bounds the
+    /// tools the step may call and selects the executor's prompt. Optional.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<AgentType>,
+}
+
+/// The agent types of the `verified` strategy (seed 004).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentType {
+    /// Finds evidence: read-only tools (search, read).
+    Gathering,
+    /// Works on gathered results: read-only tools (compare, compute).
+    Analysis,
+    /// Produces the deliverable: may call tools with side effects (write).
+    Output,
+}
+
+impl AgentType {
+    /// Its name in plans.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Gathering => "gathering",
+            Self::Analysis => "analysis",
+            Self::Output => "output",
+        }
+    }
+
+    /// Whether a step of this type may call a tool (only output steps may
+    /// have side effects).
+    pub fn allows(self, spec: &crate::tool::ToolSpec) -> bool {
+        self == Self::Output || !spec.side_effect
+    }
 }
 
 impl Step {
@@ -66,6 +99,7 @@ impl Step {
             acceptance_criteria: Vec::new(),
             status: StepStatus::Pending,
             attempts: 0,
+            agent: None,
         }
     }
 

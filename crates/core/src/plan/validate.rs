@@ -168,7 +168,7 @@ pub struct Limits<'a> {
     pub constraints: &'a Constraints,
 }
 
-const STEP_FIELDS: [&str; 9] = [
+const STEP_FIELDS: [&str; 10] = [
     "id",
     "description",
     "tool",
@@ -178,6 +178,7 @@ const STEP_FIELDS: [&str; 9] = [
     "acceptance_criteria",
     "status",
     "attempts",
+    "agent",
 ];
 
 /// Whether `s` is a usable step id (one a `$reference` can name).
@@ -199,6 +200,8 @@ struct StepFacts<'v> {
     id: Option<StepId>,
     deps: Vec<StepId>,
     status: StepStatus,
+    /// The step's agent type, if it has a valid one.
+    agent: Option<super::AgentType>,
     /// Strings that may hold references: `args` and preconditions' `ref`s.
     ref_sources: Vec<(String, &'v Value)>,
 }
@@ -319,6 +322,7 @@ impl Checker<'_> {
             id: None,
             deps: Vec::new(),
             status: StepStatus::Pending,
+            agent: None,
             ref_sources: Vec::new(),
         };
         let Value::Object(obj) = value else {
@@ -351,6 +355,17 @@ impl Checker<'_> {
             );
         }
         self.required_string(obj, "description", &facts);
+        if let Some(agent) = obj.get("agent") {
+            match serde_json::from_value::<super::AgentType>(agent.clone()) {
+                Ok(a) => facts.agent = Some(a),
+                Err(_) => self.step_diag(
+                    DiagnosticCode::InvalidField,
+                    &facts,
+                    format!("/steps/{index}/agent"),
+                    format!("`agent` {agent} is not one of gathering, analysis, output"),
+                ),
+            }
+        }
         if let Some(status) = obj.get("status") {
             match serde_json::from_value::<StepStatus>(status.clone()) {
                 Ok(s) => facts.status = s,
@@ -491,6 +506,19 @@ impl Checker<'_> {
                 format!(
                     "tool {tool:?} is not in the allowed tools ({})",
                     allowed.join(", ")
+                ),
+            );
+        }
+        if let Some(agent) = facts.agent
+            && !agent.allows(spec)
+        {
+            self.step_diag(
+                DiagnosticCode::InvalidField,
+                facts,
+                path(),
+                format!(
+                    "a {} step may not call {tool:?}, which has side effects (only output steps may)",
+                    agent.as_str()
                 ),
             );
         }

@@ -2,6 +2,7 @@
 
 use async_trait::async_trait;
 use serde_json::json;
+use stepwise_core::plan::AgentType;
 use stepwise_core::roles::{PlanRequest, Planner, Reply, RoleError};
 use stepwise_core::{DraftPlan, Goal, Step};
 
@@ -177,22 +178,26 @@ fn criterion(query: &str) -> String {
 
 /// A `search_notes` step for one sub-question.
 pub(crate) fn gather_step(id: &str, sub_question: &str, query: &str) -> Step {
-    Step::new(id, sub_question, "search_notes")
+    let mut step = Step::new(id, sub_question, "search_notes")
         .with_args(json!({"query": query, "limit": 5}))
-        .accept(criterion(query))
+        .accept(criterion(query));
+    step.agent = Some(AgentType::Gathering);
+    step
 }
 
 /// The comparison step over every gathering step.
 pub(crate) fn compare_step(gather_ids: &[String]) -> Step {
     let refs: Vec<String> = gather_ids.iter().map(|id| format!("${id}")).collect();
-    Step::new(
+    let mut step = Step::new(
         "compare",
         "Compare the evidence across sub-questions and flag contradictions",
         "compare_results",
     )
     .with_args(json!({ "results": refs }))
     .after(gather_ids.iter().map(String::as_str))
-    .accept("lists the notes each sub-question found and any contradicting figures between notes")
+    .accept("lists the notes each sub-question found and any contradicting figures between notes");
+    step.agent = Some(AgentType::Analysis);
+    step
 }
 
 /// Plans one `search_notes` step per sub-question and, when there are two or

@@ -43,7 +43,7 @@ impl Summarizer for OfflineSummarizer {
                     h.note_id,
                     h.title,
                     h.score,
-                    bounded(&first, 120)
+                    bounded(first, 120)
                 );
             }
             text

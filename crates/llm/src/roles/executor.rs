@@ -43,6 +43,8 @@ struct StepView<'a> {
     id: &'a str,
     description: &'a str,
     acceptance_criteria: &'a [String],
+    /// The step's agent type (gathering, analysis, output), if the plan gave one.
+    agent: Option<&'static str>,
 }
 
 #[derive(Serialize)]
@@ -184,6 +186,7 @@ impl StepExecutor for LlmExecutor {
                 id: step.id.as_str(),
                 description: &step.description,
                 acceptance_criteria: &step.acceptance_criteria,
+                agent: step.agent.map(|a| a.as_str()),
             },
             tool: view::tools(std::slice::from_ref(&spec))
                 .pop()
