@@ -322,3 +322,57 @@ fn an_interrupted_react_run_ends_like_an_uninterrupted_one() {
         assert!(pending.is_empty(), "n={n}: {pending:?}");
     }
 }
+
+#[test]
+fn every_strategy_ends_ok_offline_with_citations_and_its_gaps_named() {
+    let dir = Dir::new("every");
+    let notes = notes();
+    let brief = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/brief.json");
+    for strategy in SIX {
+        let out = stepwise(
+            &dir,
+            &[
+                "run",
+                GOAL,
+                "--notes",
+                notes.to_str().unwrap(),
+                "--constraints",
+                brief.to_str().unwrap(),
+                "--strategy",
+                strategy,
+                "--json",
+                "--quiet",
+            ],
+            &[],
+        );
+        assert_eq!(out.code, Some(0), "{strategy}: {}", out.stderr);
+        let json: Value = serde_json::from_str(&out.stdout).unwrap();
+        assert_eq!(json["status"], "ok", "{strategy}");
+        assert_eq!(json["strategy"], strategy);
+        let sources = cited(&json);
+        assert!(sources.len() >= 5, "{strategy}: {sources:?}");
+        // The planted contradiction's two notes are both cited.
+        for note in ["pilot-results-q2", "metrics-review-july"] {
+            assert!(
+                sources.iter().any(|s| s == note),
+                "{strategy}: {note} in {sources:?}"
+            );
+        }
+        // The notes say nothing on team skills: every strategy names the gap.
+        let gaps = json["knowledge_gaps"].as_array().unwrap();
+        assert!(
+            gaps.iter()
+                .any(|g| g.as_str().unwrap().contains("team skills")),
+            "{strategy}: {gaps:?}"
+        );
+        let report = json["final_report"].as_str().unwrap();
+        assert!(report.contains("team skills"), "{strategy}");
+        let stop = json.get("stop_condition").and_then(Value::as_str);
+        if strategy == "verified" {
+            assert!(
+                stop.is_some(),
+                "verified records the stop condition that fired"
+            );
+        }
+    }
+}
