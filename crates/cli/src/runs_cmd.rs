@@ -195,6 +195,26 @@ fn summary(state: &RunState) -> String {
     field(&mut text, "run", state.run_id.as_str());
     field(&mut text, "goal", &one_line(goal_of(state)));
     field(&mut text, "status", state.status.as_str());
+    if !state.strategy.is_empty() {
+        field(&mut text, "strategy", &state.strategy);
+    }
+    if let Some(condition) = state.stop_condition {
+        field(&mut text, "stopped", &condition.to_string());
+    }
+    if let Some(v) = state.verification_history.last() {
+        field(
+            &mut text,
+            "verified",
+            &format!(
+                "{} iteration(s); last: completeness {:.2}, confidence {:.2}, {} missing, {} contradiction(s)",
+                state.verification_history.len(),
+                v.completeness,
+                v.confidence,
+                v.missing.len(),
+                v.contradictions.len()
+            ),
+        );
+    }
     if let Some(reason) = &state.blocked_reason {
         field(&mut text, "why", &one_line(reason));
     }

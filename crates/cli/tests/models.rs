@@ -546,3 +546,79 @@ fn offline_an_open_argument_fails_its_step_naming_the_argument() {
         "the other step ran"
     );
 }
+
+#[test]
+fn react_on_a_model_calls_a_tool_answers_and_replays_without_the_server() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = rt.block_on(FakeServer::start());
+    let env = Env::new("react");
+    let call = json!({"action": "call", "thought": "find the latency budget",
+                      "tool": "search_notes", "args": {"query": "latency budget first token"}});
+    let answer_json = json!({"action": "answer",
+        "report": {"text": "The budget is 1.5 seconds to first token [latency-budget].",
+                   "evidence": [{"source_id": "latency-budget", "step": "call-1",
+                                 "quote": "we set a budget of 1.5 seconds to first token at the 95th percentile"}]},
+        "gaps": ["nothing on the budget's history"]});
+    server
+        .push(answer(&call.to_string()))
+        .push(answer(&answer_json.to_string()));
+    let base = format!("{}/v1", server.url);
+    let notes = notes();
+    let out = env.stepwise(
+        &base,
+        &[
+            "run",
+            "What is our latency budget?",
+            "--notes",
+            &notes,
+            "--model",
+            "openai:gpt-test",
+            "--strategy",
+            "react",
+            "--json",
+            "--quiet",
+            "--run-id",
+            "run_react",
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["status"], "ok");
+    assert_eq!(v["strategy"], "react");
+    assert_eq!(v["evidence"][0]["step"], "call-1");
+    assert_eq!(v["usage"]["llm_calls"], 2);
+    assert!(
+        v["knowledge_gaps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|g| g == "nothing on the budget's history")
+    );
+    // The second prompt shows the actor the raw result of its first call.
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    let second = requests[1].body["messages"].to_string();
+    assert!(second.contains("find the latency budget"), "{second}");
+    assert!(second.contains("latency-budget"), "{second}");
+
+    drop(server);
+    let replay = env.stepwise(
+        "http://127.0.0.1:9/v1",
+        &["replay", "run_react", "--json", "--quiet"],
+    );
+    assert_eq!(
+        replay.status.code(),
+        Some(0),
+        "{}{}",
+        String::from_utf8_lossy(&replay.stdout),
+        String::from_utf8_lossy(&replay.stderr)
+    );
+    let r: Value = serde_json::from_slice(&replay.stdout).unwrap();
+    assert_eq!(r["identical"], true);
+    assert_eq!(r["model_calls_replayed"], 2);
+}
