@@ -31,6 +31,23 @@
 //! exists for users who accept that trade, and to compare with runtimes that
 //! use it (see docs/benchmarks.md).
 //!
+//! ## Snapshots
+//! A run's snapshot is its folded `RunState`, as JSON without its history,
+//! taken at some event of its log (`snapshots.seq`). The run's state is that
+//! snapshot, the history read back from the log, and the fold of the events
+//! after `seq` (the tail). An append writes its events and the run's summary
+//! row; it rewrites the snapshot only
+//! - when the run is no longer `running` after it (finished, or paused for a
+//!   person), so a run at rest always has a snapshot of its last event; or
+//! - when the tail has at least [`SNAPSHOT_MIN_EVENTS`] events and weighs at
+//!   least as much as the snapshot (bytes of JSON).
+//!
+//! So a snapshot of S bytes is rewritten once per S bytes of new events: an
+//! append costs the same whatever the size of its run, and loading a run
+//! folds a tail no larger than its snapshot. Each append, snapshot included,
+//! is one transaction: at every commit the snapshot is the fold of the log up
+//! to its `seq`, and snapshot plus tail is the fold of the whole log.
+//!
 //! ## The state cache
 //! An append must fold its events onto the run's state. Rather than read the
 //! snapshot and every event back from the file each time, the store keeps
@@ -38,7 +55,7 @@
 //! `last_seq` and `updated_at` (the last event's time) as the file has them.
 //! The key is read from the file inside the append's write transaction; if
 //! another connection has appended since, or the append fails, the state is
-//! read from the file as before. The cache is bounded: a run leaves it when
+//! rebuilt from the file (snapshot plus tail). The cache is bounded: a run leaves it when
 //! it stops running, and it holds at most [`STATE_CACHE_RUNS`] runs.
 //!
 //! ## Why the async methods are synchronous inside
@@ -50,14 +67,15 @@
 //! trivially kept. A slow disk stalls the calling task for an fsync; that is
 //! the price of durability and is the same with a blocking pool.
 //!
-//! ## Schema (version 1, in `PRAGMA user_version`)
+//! ## Schema (version 2, in `PRAGMA user_version`)
 //! The file is marked with `PRAGMA application_id = 0x53545057` ("STPW").
 //! Timestamps are RFC 3339 UTC text with nine fractional digits, so they sort
 //! as text and read back exactly.
 //!
 //! | table | columns | notes |
 //! | --- | --- | --- |
-//! | `runs` | `run_id` PK, `goal`, `status`, `started_at`, `updated_at`, `last_seq`, `steps_done`, `steps_total`, `replans`, `tokens`, `snapshot` | the summary columns serve `list_runs` without parsing JSON; `snapshot` is the folded `RunState` as JSON **without** `execution_history` (the events table holds the history once, so each append writes a small snapshot instead of the whole log again); index on (`started_at` desc, `run_id` desc) |
+//! | `runs` | `run_id` PK, `goal`, `status`, `started_at`, `updated_at`, `last_seq`, `steps_done`, `steps_total`, `replans`, `tokens` | the run's summary, written at every append: it serves `list_runs` without parsing JSON; index on (`started_at` desc, `run_id` desc) |
+//! | `snapshots` | `run_id` PK, `seq`, `state` | `state` is the folded `RunState` as JSON **without** `execution_history` (the events table holds the history once), as of event `seq`; see "Snapshots". No row until the first snapshot |
 //! | `events` | (`run_id`, `seq`) PK, `at`, `kind`, `body` | `body` is the whole `Event` as JSON; `kind` and `at` are copies for people querying the file; `WITHOUT ROWID`, so a run's log is stored in order |
 //! | `leases` | `run_id` PK, `holder`, `fence`, `until` | `holder`/`until` are NULL once released; the row (and its `fence`) is kept so the fence keeps growing across release and re-acquire |
 //! | `idempotency` | `key` PK, `run_id`, `step`, `args_hash`, `outcome` (JSON, NULL until complete), `begun_at`, `completed_at` | index on `run_id` |
@@ -66,6 +84,9 @@
 //! Migrations are a list of steps, step *i* taking the schema from version
 //! *i* to *i + 1*; `open` runs the missing ones in one transaction. A file
 //! with a newer version than this build knows is refused and left untouched.
+//! Version 2 moved the snapshot out of the `runs` row, which version 1
+//! rewrote, snapshot and all, at every append: a version 1 file's snapshots
+//! become `snapshots` rows at each run's `last_seq`.
 //!
 //! ## Bad files
 //! `open` fails with `StoreError::Unavailable` and a one-line message naming

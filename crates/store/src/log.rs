@@ -207,7 +207,7 @@ fn load_state(conn: &Connection, run: &RunId) -> Result<(RunState, Tail), Fail> 
         })?;
     let after = events.split_off(folded);
     state.execution_history = events;
-    for event in after.iter().take(after.len().saturating_sub(1)) {
+    for event in &after {
         state.apply(event).map_err(|source| StoreError::Invalid {
             run: run.clone(),
             source,

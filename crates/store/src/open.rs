@@ -79,9 +79,10 @@ CREATE TABLE meta (
 /// Version 2: the snapshot leaves the `runs` row for a table of its own,
 /// where it records the event it was taken at (`seq`). An append then
 /// updates the small summary row and rewrites the snapshot only now and
-/// then (see the crate docs, "Snapshots"); SQLite rewrites a whole row on
-/// any update, so a snapshot kept in `runs` would be rewritten at every
-/// append. A version 1 snapshot was taken at the run's last event.
+/// then (see the crate docs, "Snapshots"). SQLite encodes a whole row again
+/// when any of its columns changes, so a snapshot kept in `runs` would cost
+/// its full size at every append. A version 1 snapshot was taken at the
+/// run's last event.
 const V2: &str = "
 CREATE TABLE snapshots (
     run_id TEXT PRIMARY KEY,
