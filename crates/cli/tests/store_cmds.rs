@@ -106,7 +106,7 @@ fn planned(run: &str) -> Vec<EventKind> {
         EventKind::RunStarted {
             run_id: RunId(run.to_owned()),
             input: GOAL.to_owned(),
-            constraints: Constraints::default(),
+            constraints: Box::default(),
             max_replans: 2,
             max_steps: 10,
             max_repairs: 2,
@@ -114,11 +114,11 @@ fn planned(run: &str) -> Vec<EventKind> {
             strategy: "plan-execute".into(),
         },
         EventKind::InputPrepared {
-            goal: Goal {
+            goal: Box::new(Goal {
                 input: GOAL.to_owned(),
                 goal: GOAL.to_owned(),
                 constraints: Constraints::default(),
-            },
+            }),
         },
         EventKind::PlanCreated {
             draft: serde_json::to_value(plan()).unwrap(),

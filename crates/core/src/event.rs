@@ -92,6 +92,10 @@ pub struct RejectedEvidence {
 }
 
 /// What happened, with its data. `kind` in JSON.
+///
+/// Large payloads that occur once or rarely per run (the constraints, the
+/// goal, a model exchange, an added step) are boxed: every event of a run in
+/// flight is kept in memory, and an enum is as large as its largest variant.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum EventKind {
@@ -102,7 +106,7 @@ pub enum EventKind {
         /// The raw request.
         input: String,
         /// Constraints as given.
-        constraints: Constraints,
+        constraints: Box<Constraints>,
         /// Replan bound.
         max_replans: u32,
         /// Step bound.
@@ -132,7 +136,7 @@ pub enum EventKind {
     /// ReAct: the actor chose a tool call; it joins the plan as a step.
     StepAdded {
         /// The step (its description is the actor's thought).
-        step: Step,
+        step: Box<Step>,
         /// What choosing it cost.
         #[serde(default)]
         usage: Usage,
@@ -179,7 +183,7 @@ pub enum EventKind {
     /// prepare_input normalised the input.
     InputPrepared {
         /// The normalised goal.
-        goal: Goal,
+        goal: Box<Goal>,
     },
     /// create_plan: the planner's draft, as it came.
     PlanCreated {
@@ -405,7 +409,7 @@ pub enum EventKind {
         /// The role that called (planner, assessor, …).
         role: String,
         /// The exchange.
-        exchange: crate::model::ModelExchange,
+        exchange: Box<crate::model::ModelExchange>,
     },
 }
 

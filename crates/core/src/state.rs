@@ -341,7 +341,7 @@ impl RunState {
                 self.strategy = strategy.clone();
                 self.run_id = run_id.clone();
                 self.input = input.clone();
-                self.constraints = constraints.clone();
+                self.constraints = (**constraints).clone();
                 self.max_replans = *max_replans;
                 self.max_steps = *max_steps;
                 self.max_repairs = *max_repairs;
@@ -422,7 +422,7 @@ impl RunState {
                 if self.plan.step(&step.id).is_some() {
                     return Err(StateError::DuplicateStep(step.id.clone()));
                 }
-                let mut step = step.clone();
+                let mut step = (**step).clone();
                 step.status = StepStatus::Pending;
                 step.attempts = 0;
                 self.plan.version = self.plan.version.max(1);
@@ -704,7 +704,7 @@ mod tests {
             EventKind::RunStarted {
                 run_id: RunId("r".into()),
                 input: "x".into(),
-                constraints: Constraints::default(),
+                constraints: Box::default(),
                 max_replans: 1,
                 max_steps: 5,
                 max_repairs: 1,

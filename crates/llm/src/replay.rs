@@ -26,7 +26,9 @@ impl ReplayModel {
             .execution_history
             .iter()
             .filter_map(|e| match &e.kind {
-                EventKind::ModelCalled { role, exchange } => Some((role.clone(), exchange.clone())),
+                EventKind::ModelCalled { role, exchange } => {
+                    Some((role.clone(), (**exchange).clone()))
+                }
                 _ => None,
             })
             .collect();

@@ -63,7 +63,7 @@ fn calls(state: &RunState) -> Vec<(String, ModelExchange)> {
         .execution_history
         .iter()
         .filter_map(|e| match &e.kind {
-            EventKind::ModelCalled { role, exchange } => Some((role.clone(), exchange.clone())),
+            EventKind::ModelCalled { role, exchange } => Some((role.clone(), (**exchange).clone())),
             _ => None,
         })
         .collect()

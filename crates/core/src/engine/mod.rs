@@ -303,7 +303,7 @@ impl Engine {
         run.record(EventKind::RunStarted {
             run_id,
             input: input.to_owned(),
-            constraints,
+            constraints: Box::new(constraints),
             max_replans,
             max_steps,
             max_repairs: self.config.max_repairs,
@@ -408,7 +408,7 @@ impl Run<'_> {
         for exchange in exchanges {
             self.record(EventKind::ModelCalled {
                 role: role.clone(),
-                exchange,
+                exchange: Box::new(exchange),
             })
             .await?;
         }
@@ -542,8 +542,10 @@ impl<'e> Run<'e> {
                 Ok(Ok(Node::End))
             }
             Ok(goal) => {
-                self.record(EventKind::InputPrepared { goal: goal.clone() })
-                    .await?;
+                self.record(EventKind::InputPrepared {
+                    goal: Box::new(goal.clone()),
+                })
+                .await?;
                 self.goal = Some(goal);
                 self.choose_strategy().await
             }

@@ -108,7 +108,7 @@ impl Run<'_> {
                 let mut step = Step::new(id.as_str(), thought, tool);
                 step.args = args;
                 self.record(EventKind::StepAdded {
-                    step,
+                    step: Box::new(step),
                     usage: reply.usage,
                 })
                 .await?;

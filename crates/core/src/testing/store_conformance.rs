@@ -79,14 +79,16 @@ pub fn sample_log(run: &RunId) -> Vec<Event> {
         EventKind::RunStarted {
             run_id: run.clone(),
             input: "x".into(),
-            constraints: Constraints::default(),
+            constraints: Box::new(Constraints::default()),
             max_replans: 1,
             max_steps: 5,
             max_repairs: 1,
             host: serde_json::Value::Null,
             strategy: "plan-execute".into(),
         },
-        EventKind::InputPrepared { goal },
+        EventKind::InputPrepared {
+            goal: Box::new(goal),
+        },
         EventKind::PlanCreated {
             draft: json!({"steps": steps}),
             usage: Usage::llm_call(10, 5),
