@@ -4,8 +4,9 @@
 //! side-effect step did, by key). Implementations live at the leaves
 //! (`stepwise-store`: SQLite); [`MemoryStore`] is here for tests.
 //!
-//! The log is the source of truth: a store's snapshot must always equal the
-//! fold of its events, and an append only succeeds at the end of the log
+//! The log is the source of truth: the state a store returns must always
+//! equal the fold of its events (a store may keep a snapshot of an earlier
+//! point and fold the events after it), and an append only succeeds at the end of the log
 //! (`events[0].seq == last_seq + 1`), so two writers can never interleave.
 
 use std::collections::BTreeMap;
@@ -131,8 +132,9 @@ impl RunSummary {
 
 /// The append-only event log of every run.
 pub trait Store: Send + Sync {
-    /// Appends events at the end of a run's log, atomically with its
-    /// snapshot; the first event of a run (`seq` 1) creates it. With a
+    /// Appends events at the end of a run's log, atomically with whatever
+    /// the store keeps beside it (summary, snapshot); the first event of a
+    /// run (`seq` 1) creates it. With a
     /// `fence`, the append fails unless that fence still holds the run's lease.
     fn append<'a>(
         &'a self,
@@ -144,7 +146,7 @@ pub trait Store: Send + Sync {
     /// Every event of a run, in order.
     fn events<'a>(&'a self, run: &'a RunId) -> BoxFuture<'a, Result<Vec<Event>, StoreError>>;
 
-    /// The run's state: its snapshot, equal to the fold of its events.
+    /// The run's state, equal to the fold of its events.
     fn state<'a>(&'a self, run: &'a RunId) -> BoxFuture<'a, Result<RunState, StoreError>>;
 
     /// Every run, newest first.
