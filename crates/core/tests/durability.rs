@@ -6,12 +6,10 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use stepwise_core::engine::{ApproveAll, ResumeOptions};
-use stepwise_core::event::SinkError;
 use stepwise_core::testing::{
-    FnTool, ScriptedAssessor, ScriptedPlanner, ScriptedRepairer, ScriptedReplanner,
+    CrashAfter, FnTool, ScriptedAssessor, ScriptedPlanner, ScriptedRepairer, ScriptedReplanner,
     ScriptedSynthesizer, draft,
 };
 use stepwise_core::{
@@ -120,31 +118,6 @@ impl Setup {
     }
 }
 
-/// A sink that stores events and "crashes" (fails) after `limit` of them.
-struct CrashAfter {
-    inner: StoreSink,
-    limit: usize,
-    seen: AtomicUsize,
-}
-
-impl EventSink for CrashAfter {
-    fn record<'a>(
-        &'a self,
-        run: &'a RunId,
-        event: &'a Event,
-    ) -> BoxFuture<'a, Result<(), SinkError>> {
-        Box::pin(async move {
-            if self.seen.fetch_add(1, Ordering::SeqCst) >= self.limit {
-                return Err(SinkError {
-                    seq: event.seq,
-                    message: "crash".into(),
-                });
-            }
-            self.inner.record(run, event).await
-        })
-    }
-}
-
 fn stable(state: &RunState) -> Value {
     json!({
         "status": state.status,
@@ -184,11 +157,10 @@ async fn an_interruption_at_every_event_resumes_to_the_same_result_with_one_effe
         let setup = Setup::new(demo());
         let store = Arc::new(MemoryStore::new());
         let run = RunId(format!("run_crash_{limit}"));
-        let crashing = Arc::new(CrashAfter {
-            inner: StoreSink::new(store.clone(), None),
+        let crashing = Arc::new(CrashAfter::new(
+            Arc::new(StoreSink::new(store.clone(), None)),
             limit,
-            seen: 0.into(),
-        });
+        ));
         let err = setup
             .engine(&store, crashing, true)
             .run_with_id(run.clone(), "demo", Constraints::default())

@@ -4,24 +4,21 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use stepwise_core::engine::ResumeOptions;
-use stepwise_core::event::SinkError;
 use stepwise_core::roles::{Reply, RoleError};
 use stepwise_core::strategy::react::{ActRequest, Action, Actor};
 use stepwise_core::strategy::verify::{Completeness, Verification, Verifier};
 use stepwise_core::testing::{
-    FnTool, PrefixSummarizer, ScriptedAssessor, ScriptedPlanner, ScriptedRepairer,
+    CrashAfter, FnTool, PrefixSummarizer, ScriptedAssessor, ScriptedPlanner, ScriptedRepairer,
     ScriptedReplanner, ScriptedSynthesizer, draft,
 };
 use stepwise_core::{
-    Constraints, Engine, Event, EventSink, Evidence, MemoryStore, Report, RunId, RunState,
-    RunStatus, Step, StepStatus, Store, StoreSink, StrategyRegistry, ToolRegistry,
+    Constraints, Engine, EventSink, Evidence, MemoryStore, Report, RunId, RunState, RunStatus,
+    Step, StepStatus, Store, StoreSink, StrategyRegistry, ToolRegistry,
 };
 
 /// Calls `read` for x, y and z in turn, then answers citing the first call.
@@ -121,31 +118,6 @@ impl Setup {
     }
 }
 
-/// A sink that stores events and fails after `limit` of them.
-struct CrashAfter {
-    inner: StoreSink,
-    limit: usize,
-    seen: AtomicUsize,
-}
-
-impl EventSink for CrashAfter {
-    fn record<'a>(
-        &'a self,
-        run: &'a RunId,
-        event: &'a Event,
-    ) -> BoxFuture<'a, Result<(), SinkError>> {
-        Box::pin(async move {
-            if self.seen.fetch_add(1, Ordering::SeqCst) >= self.limit {
-                return Err(SinkError {
-                    seq: event.seq,
-                    message: "crash".into(),
-                });
-            }
-            self.inner.record(run, event).await
-        })
-    }
-}
-
 fn stable(state: &RunState) -> Value {
     json!({
         "status": state.status,
@@ -181,11 +153,10 @@ async fn interrupt_everywhere(strategy: &'static str) {
         };
         let store = Arc::new(MemoryStore::new());
         let run = RunId(format!("run_{limit}"));
-        let crashing = Arc::new(CrashAfter {
-            inner: StoreSink::new(store.clone(), None),
+        let crashing = Arc::new(CrashAfter::new(
+            Arc::new(StoreSink::new(store.clone(), None)),
             limit,
-            seen: 0.into(),
-        });
+        ));
         let crashed = setup
             .engine(crashing)
             .run_with_id(run.clone(), "read everything", Constraints::default())

@@ -5,53 +5,22 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::Path;
+mod common;
+
 use std::sync::Arc;
+
+use common::{GOAL, calls, model, policy, registry, roles_called};
 
 use serde_json::{Value, json};
 use stepwise_core::event::EventKind;
 use stepwise_core::model::ModelExchange;
 use stepwise_core::strategy::verify::Completeness;
 use stepwise_core::{
-    Constraints, Driver, Engine, RetryPolicy, RunConfig, RunState, RunStatus, StepId, StepStatus,
-    StopCondition, StrategyRegistry, ToolContext, ToolRegistry,
+    Constraints, Driver, Engine, RunConfig, RunState, RunStatus, StepId, StepStatus, StopCondition,
+    StrategyRegistry, ToolContext,
 };
-use stepwise_llm::call::CallPolicy;
 use stepwise_llm::roles::{Prompts, llm_roles};
-use stepwise_llm::script::{ScriptModel, parse};
-use stepwise_tools::{Corpus, register_notes_tools};
-
-const GOAL: &str = "What does fine-tuning cost us?";
-
-fn registry() -> ToolRegistry {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/notes");
-    let corpus = Corpus::load(dir).unwrap().corpus;
-    let mut tools = ToolRegistry::new();
-    register_notes_tools(&mut tools, Arc::new(corpus));
-    tools
-}
-
-/// Tiny backoff, no jitter: retries are on record but cost no time.
-fn policy() -> CallPolicy {
-    CallPolicy {
-        retry: RetryPolicy {
-            max_attempts: 3,
-            initial_delay_ms: 1,
-            max_delay_ms: 5,
-            multiplier: 2.0,
-            jitter: 0.0,
-        },
-        timeout_ms: 10_000,
-    }
-}
-
-/// A script in the documented file format (a JSON array of entries).
-fn model(entries: Value) -> Arc<ScriptModel> {
-    let text = serde_json::to_string_pretty(&entries).unwrap();
-    Arc::new(ScriptModel::from_entries(
-        parse(&text, "test script").unwrap(),
-    ))
-}
+use stepwise_llm::script::ScriptModel;
 
 /// Runs GOAL with every LLM role over `model`, under the built-in `strategy`.
 async fn run(model: Arc<ScriptModel>, strategy: &str) -> RunState {
@@ -61,21 +30,6 @@ async fn run(model: Arc<ScriptModel>, strategy: &str) -> RunState {
         .unwrap()
         .with_strategy(strategy);
     engine.run(GOAL, Constraints::default()).await.unwrap()
-}
-
-fn calls(state: &RunState) -> Vec<(String, ModelExchange)> {
-    state
-        .execution_history
-        .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::ModelCalled { role, exchange } => Some((role.clone(), (**exchange).clone())),
-            _ => None,
-        })
-        .collect()
-}
-
-fn roles_called(state: &RunState) -> Vec<String> {
-    calls(state).into_iter().map(|(r, _)| r).collect()
 }
 
 /// Every message of a recorded request, as one text.

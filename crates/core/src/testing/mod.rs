@@ -361,3 +361,49 @@ pub fn draft(steps: Vec<Step>) -> DraftPlan {
 }
 
 pub mod store_conformance;
+
+/// A sink that hands events on to `inner` and fails from the `limit + 1`-th
+/// on: the engine stops there as if the process had died, leaving exactly
+/// `limit` events recorded — for crash-and-resume tests at every event.
+pub struct CrashAfter {
+    inner: Arc<dyn crate::event::EventSink>,
+    limit: usize,
+    seen: AtomicUsize,
+}
+
+impl CrashAfter {
+    /// Records `limit` events in `inner`, then fails.
+    pub fn new(inner: Arc<dyn crate::event::EventSink>, limit: usize) -> Self {
+        Self {
+            inner,
+            limit,
+            seen: AtomicUsize::new(0),
+        }
+    }
+}
+
+impl std::fmt::Debug for CrashAfter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CrashAfter")
+            .field("limit", &self.limit)
+            .finish_non_exhaustive()
+    }
+}
+
+impl crate::event::EventSink for CrashAfter {
+    fn record<'a>(
+        &'a self,
+        run: &'a crate::ids::RunId,
+        event: &'a crate::event::Event,
+    ) -> BoxFuture<'a, Result<(), crate::event::SinkError>> {
+        Box::pin(async move {
+            if self.seen.fetch_add(1, Ordering::SeqCst) >= self.limit {
+                return Err(crate::event::SinkError {
+                    seq: event.seq,
+                    message: "crash".into(),
+                });
+            }
+            self.inner.record(run, event).await
+        })
+    }
+}
