@@ -163,6 +163,7 @@ fn reject_run(args: &RejectArgs, flag: Option<&PathBuf>) -> anyhow::Result<ExitC
         }
         kinds.push(EventKind::NeedsReview {
             reason: format!("{by} rejected {}: {reason}", what.join(", ")),
+            usage: stepwise_core::Usage::default(),
         });
         Ok(kinds)
     })?;

@@ -232,7 +232,7 @@ impl<W: Write> Progress<W> {
                 (n, 0) => format!("report written ({n} evidence)"),
                 (n, r) => format!("report written ({n} evidence, {r} rejected)"),
             },
-            K::NeedsReview { reason } => format!("needs review: {reason}"),
+            K::NeedsReview { reason, .. } => format!("needs review: {reason}"),
             K::RunFailed { error, .. } => format!("run failed: {error}"),
             K::PlanReviewRequested { version } => format!("plan v{version} waits for review"),
             K::ApprovalRequested {

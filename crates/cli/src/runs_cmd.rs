@@ -693,7 +693,7 @@ fn event_detail(kind: &EventKind) -> String {
             }
             text
         }
-        EventKind::NeedsReview { reason } => reason.clone(),
+        EventKind::NeedsReview { reason, .. } => reason.clone(),
         EventKind::RunFailed { error, .. } => error.clone(),
         EventKind::PlanReviewRequested { version } => format!("version {version}"),
         EventKind::ApprovalRequested {

@@ -330,6 +330,10 @@ pub enum EventKind {
     NeedsReview {
         /// Why it could not go on.
         reason: String,
+        /// The cost of an unusable answer that stopped it (a verifier's or an
+        /// actor's, after its repair round-trip), so the run's total counts it.
+        #[serde(default, skip_serializing_if = "Usage::is_zero")]
+        usage: Usage,
     },
     /// The run could not go on because of an error (a role failed).
     RunFailed {

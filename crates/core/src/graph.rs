@@ -29,6 +29,8 @@
 //!     prepare_input -->|react strategies| act
 //!     act -->|tool call| execute_step --> act
 //!     act -->|answer, or the cap or budget reached| synthesize_report
+//!     verify -->|unusable verdict| mark_needs_review
+//!     act -->|unusable action| mark_needs_review
 //! ```
 //!
 //! `verify` and `act` belong to other strategies on the same skeleton
@@ -107,7 +109,7 @@ impl fmt::Display for Node {
 }
 
 /// Every edge of the graph.
-pub const EDGES: [(Node, Node); 30] = {
+pub const EDGES: [(Node, Node); 32] = {
     use Node::*;
     [
         (PrepareInput, CreatePlan),
@@ -140,6 +142,8 @@ pub const EDGES: [(Node, Node); 30] = {
         (Act, ExecuteStep),
         (ExecuteStep, Act),
         (Act, SynthesizeReport),
+        (Verify, MarkNeedsReview),
+        (Act, MarkNeedsReview),
     ]
 };
 

@@ -510,7 +510,8 @@ impl RunState {
                 self.status = RunStatus::Ok;
                 self.usage += *usage;
             }
-            EventKind::NeedsReview { reason } => {
+            EventKind::NeedsReview { reason, usage } => {
+                self.usage += *usage;
                 self.status = RunStatus::NeedsReview;
                 self.blocked_reason = Some(reason.clone());
             }
@@ -718,12 +719,24 @@ mod tests {
     fn events_must_come_in_order_and_start_with_run_started() {
         let mut s = RunState::default();
         assert_eq!(
-            s.apply(&ev(1, EventKind::NeedsReview { reason: "x".into() })),
+            s.apply(&ev(
+                1,
+                EventKind::NeedsReview {
+                    reason: "x".into(),
+                    usage: Usage::default(),
+                }
+            )),
             Err(StateError::NotStarted)
         );
         s.apply(&started()).unwrap();
         assert_eq!(
-            s.apply(&ev(3, EventKind::NeedsReview { reason: "x".into() })),
+            s.apply(&ev(
+                3,
+                EventKind::NeedsReview {
+                    reason: "x".into(),
+                    usage: Usage::default(),
+                }
+            )),
             Err(StateError::Sequence {
                 expected: 2,
                 got: 3

@@ -489,3 +489,68 @@ async fn verified_replans_after_verifying_not_after_each_step() {
     assert!(events_of(&state, "replanned").is_empty());
     assert_eq!(events_of(&state, "verified").len(), 1);
 }
+
+/// Answers garbage first (after its repair round-trip, as an LLM role would
+/// report it), then a proper answer.
+struct GarbageOnce(std::sync::atomic::AtomicUsize);
+
+#[async_trait]
+impl stepwise_core::strategy::react::Actor for GarbageOnce {
+    async fn act(
+        &self,
+        _request: stepwise_core::strategy::react::ActRequest<'_>,
+    ) -> Result<Reply<Action>, stepwise_core::roles::RoleError> {
+        if self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+            return Err(stepwise_core::roles::RoleError::Malformed {
+                role: stepwise_core::roles::RoleName::Actor,
+                message: "not valid twice: expected an action".into(),
+                raw: Some("I think I'll look around".into()),
+                exchanges: Vec::new(),
+                usage: Usage::llm_call(50, 7),
+            });
+        }
+        Ok(Reply::free(Action::Answer {
+            report: Report {
+                text: "nothing to look up".into(),
+                evidence: Vec::new(),
+            },
+            gaps: Vec::new(),
+        }))
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_unusable_action_stops_for_review_and_a_resume_asks_again() {
+    let actor = Arc::new(GarbageOnce(0.into()));
+    let strategy = Arc::new(Fixed::new(
+        "react",
+        "test",
+        Driver::React {
+            isolated: false,
+            max_tool_calls: 4,
+        },
+    ));
+    let h = Harness::new(vec![])
+        .with_strategy(strategy)
+        .roles(move |roles| roles.with_actor(actor.clone()));
+    let state = h.run("Say something").await;
+    assert_eq!(state.status, RunStatus::NeedsReview);
+    let why = state.blocked_reason.clone().unwrap();
+    assert!(
+        why.contains("actor returned output that could not be used"),
+        "{why}"
+    );
+    assert_eq!(
+        state.usage.input_tokens, 50,
+        "the unusable answer is paid for"
+    );
+
+    let resumed = h
+        .engine()
+        .resume(state, stepwise_core::engine::ResumeOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(resumed.status, RunStatus::Ok);
+    assert_eq!(resumed.final_report.as_deref(), Some("nothing to look up"));
+    common::assert_fold_matches(&resumed);
+}

@@ -407,10 +407,10 @@ async fn the_llm_router_picks_react_for_a_simple_goal_and_records_its_reason() {
 }
 
 /// A verifier answer that is not a verdict gets one repair round-trip; a
-/// second bad answer fails the run with a message naming the verifier — no
-/// panic, both answers on record and paid for.
+/// second bad answer stops the run for review (resumable) with a message
+/// naming the verifier — no panic, both answers on record and paid for.
 #[tokio::test(start_paused = true)]
-async fn a_malformed_verifier_answer_is_repaired_once_then_fails_the_run_cleanly() {
+async fn a_malformed_verifier_answer_is_repaired_once_then_stops_for_review() {
     let model = model(json!([
         {"purpose": "planner", "json": {"steps": [search_step()]}},
         ok_assessment(),
@@ -419,13 +419,13 @@ async fn a_malformed_verifier_answer_is_repaired_once_then_fails_the_run_cleanly
         plain_report()
     ]));
     let state = run(Arc::clone(&model), "verified").await;
-    assert_eq!(state.status, RunStatus::Failed);
+    assert_eq!(state.status, RunStatus::NeedsReview);
     assert_eq!(
         roles_called(&state),
         ["planner", "assessor", "verifier", "verifier"]
     );
     assert_eq!(model.remaining(), 1, "no report is written");
-    let error = failure(&state).unwrap();
+    let error = state.blocked_reason.clone().unwrap();
     assert!(
         error.contains("verifier returned output that could not be used")
             && error.contains("not valid twice")

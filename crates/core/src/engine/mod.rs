@@ -357,6 +357,8 @@ struct Run<'e> {
     review_reason: String,
     /// The ReAct actor's answer, written as the report by synthesize_report.
     answered: Option<(crate::roles::Report, crate::usage::Usage)>,
+    /// What the answer that sent the run to review cost (recorded with it).
+    review_usage: crate::usage::Usage,
 }
 
 type NodeResult = Result<Result<Node, RoleError>, EngineError>;
@@ -472,6 +474,7 @@ impl<'e> Run<'e> {
             replan_reason: String::new(),
             review_reason: String::new(),
             answered: None,
+            review_usage: crate::usage::Usage::default(),
         }
     }
 
@@ -1269,7 +1272,9 @@ impl<'e> Run<'e> {
         } else {
             reason
         };
-        self.record(EventKind::NeedsReview { reason }).await?;
+        let usage = std::mem::take(&mut self.review_usage);
+        self.record(EventKind::NeedsReview { reason, usage })
+            .await?;
         Ok(Ok(Node::End))
     }
 }

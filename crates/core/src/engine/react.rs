@@ -72,6 +72,7 @@ impl Run<'_> {
         let outcome = actor.act(request).await;
         let reply = match self.answer(RoleName::Actor, outcome).await? {
             Ok(reply) => reply,
+            Err(e @ RoleError::Malformed { .. }) => return Ok(Ok(self.stop_for_review(&e))),
             Err(e) => return Ok(Err(e)),
         };
         match reply.value {

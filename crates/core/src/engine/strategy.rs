@@ -48,6 +48,14 @@ impl Run<'_> {
         }
     }
 
+    /// A role's answer was unusable even after its repair round-trip: stop
+    /// for a person (resumable; a resume asks again) rather than fail.
+    pub(super) fn stop_for_review(&mut self, error: &RoleError) -> Node {
+        self.review_reason = error.to_string();
+        self.review_usage = error.usage();
+        Node::MarkNeedsReview
+    }
+
     /// Asks the strategy how to drive the run and records its choice.
     pub(super) async fn choose_strategy(&mut self) -> NodeResult {
         let goal = self.goal()?;
@@ -149,6 +157,7 @@ impl Run<'_> {
         let outcome = verifier.verify(&self.state).await;
         let reply = match self.answer(RoleName::Verifier, outcome).await? {
             Ok(reply) => reply,
+            Err(e @ RoleError::Malformed { .. }) => return Ok(Ok(self.stop_for_review(&e))),
             Err(e) => return Ok(Err(e)),
         };
         let verification = reply.value.clamped();
