@@ -31,6 +31,7 @@
 //!     act -->|answer, or the cap or budget reached| synthesize_report
 //!     verify -->|unusable verdict| mark_needs_review
 //!     act -->|unusable action| mark_needs_review
+//!     act -->|side-effect call without approval| await_approval
 //! ```
 //!
 //! `verify` and `act` belong to other strategies on the same skeleton
@@ -109,7 +110,7 @@ impl fmt::Display for Node {
 }
 
 /// Every edge of the graph.
-pub const EDGES: [(Node, Node); 32] = {
+pub const EDGES: [(Node, Node); 33] = {
     use Node::*;
     [
         (PrepareInput, CreatePlan),
@@ -144,6 +145,7 @@ pub const EDGES: [(Node, Node); 32] = {
         (Act, SynthesizeReport),
         (Verify, MarkNeedsReview),
         (Act, MarkNeedsReview),
+        (Act, AwaitApproval),
     ]
 };
 

@@ -554,3 +554,123 @@ async fn an_unusable_action_stops_for_review_and_a_resume_asks_again() {
     assert_eq!(resumed.final_report.as_deref(), Some("nothing to look up"));
     common::assert_fold_matches(&resumed);
 }
+
+/// A ReAct engine with one side-effect tool, `send`, and an actor that sends
+/// once and then answers.
+fn sending_engine(
+    approver: Option<Arc<dyn stepwise_core::engine::Approver>>,
+    sent: Arc<std::sync::Mutex<Vec<Value>>>,
+) -> stepwise_core::Engine {
+    let actor = Arc::new(SendThenAnswer);
+    let roles = stepwise_core::Roles::new(
+        Arc::new(stepwise_core::testing::ScriptedPlanner::new([])),
+        Arc::new(stepwise_core::testing::ScriptedRepairer::new([])),
+        Arc::new(stepwise_core::testing::ScriptedAssessor::new([])),
+        Arc::new(stepwise_core::testing::ScriptedReplanner::new([])),
+        Arc::new(stepwise_core::testing::ScriptedSynthesizer::summarising()),
+    )
+    .with_actor(actor);
+    let mut tools = stepwise_core::ToolRegistry::new();
+    tools.register_dyn(Arc::new(
+        stepwise_core::testing::FnTool::new("send", move |args: Value| {
+            let sent = Arc::clone(&sent);
+            Box::pin(async move {
+                sent.lock().unwrap().push(args.clone());
+                Ok(json!("sent"))
+            })
+        })
+        .with_side_effect(),
+    ));
+    let engine = stepwise_core::Engine::new(roles, tools, Default::default())
+        .unwrap()
+        .with_strategy(
+            stepwise_core::StrategyRegistry::builtin()
+                .get("react")
+                .unwrap(),
+        );
+    match approver {
+        Some(a) => engine.with_approver(a),
+        None => engine,
+    }
+}
+
+struct SendThenAnswer;
+
+#[async_trait]
+impl stepwise_core::strategy::react::Actor for SendThenAnswer {
+    async fn act(
+        &self,
+        request: stepwise_core::strategy::react::ActRequest<'_>,
+    ) -> Result<Reply<Action>, stepwise_core::roles::RoleError> {
+        if request.history.is_empty() {
+            return Ok(Reply::free(Action::Call {
+                thought: "tell the team".into(),
+                tool: "send".into(),
+                args: json!({"text": "hello"}).as_object().cloned().unwrap(),
+            }));
+        }
+        Ok(Reply::free(Action::Answer {
+            report: Report {
+                text: format!("sent: {}", request.history[0].observation),
+                evidence: Vec::new(),
+            },
+            gaps: Vec::new(),
+        }))
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_react_side_effect_waits_for_its_approval_then_runs_once() {
+    let sent = Arc::new(std::sync::Mutex::new(Vec::new()));
+    // No approver: the call waits for a person.
+    let paused = sending_engine(None, Arc::clone(&sent))
+        .run("Tell the team", Constraints::default())
+        .await
+        .unwrap();
+    assert_eq!(paused.status, RunStatus::AwaitingApproval);
+    assert!(
+        sent.lock().unwrap().is_empty(),
+        "nothing sent without approval"
+    );
+    assert_eq!(events_of(&paused, "approval_requested").len(), 1);
+
+    // Resumed by an engine that approves: the same call runs, once.
+    let done = sending_engine(
+        Some(Arc::new(stepwise_core::engine::ApproveAll)),
+        Arc::clone(&sent),
+    )
+    .resume(paused, stepwise_core::engine::ResumeOptions::default())
+    .await
+    .unwrap();
+    assert_eq!(done.status, RunStatus::Ok, "{:?}", done.blocked_reason);
+    assert_eq!(sent.lock().unwrap().len(), 1);
+    assert_eq!(done.final_report.as_deref(), Some("sent: \"sent\""));
+    common::assert_fold_matches(&done);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_denied_react_side_effect_is_an_observation_not_a_call() {
+    struct Deny;
+    #[async_trait]
+    impl stepwise_core::engine::Approver for Deny {
+        async fn decide(
+            &self,
+            _request: stepwise_core::engine::ApprovalRequest<'_>,
+        ) -> stepwise_core::engine::ApprovalDecision {
+            stepwise_core::engine::ApprovalDecision::Deny {
+                by: "lead".into(),
+                reason: "not today".into(),
+            }
+        }
+    }
+    let sent = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let state = sending_engine(Some(Arc::new(Deny)), Arc::clone(&sent))
+        .run("Tell the team", Constraints::default())
+        .await
+        .unwrap();
+    assert_eq!(state.status, RunStatus::Ok);
+    assert!(sent.lock().unwrap().is_empty());
+    let report = state.final_report.clone().unwrap();
+    assert!(report.contains("no approval on record"), "{report}");
+    assert_eq!(events_of(&state, "approval_denied").len(), 1);
+}

@@ -1,7 +1,7 @@
 //! The act node (`react`, `react-isolated`): one tool call at a time, each
-//! run as a step of the plan through the same dispatch, retries and
-//! approvals check as planned steps, until the actor answers, the tool-call
-//! cap is reached or the token budget is spent.
+//! run as a step of the plan through the same approval gate, dispatch,
+//! retries and checks as planned steps, until the actor answers, the
+//! tool-call cap is reached or the token budget is spent.
 
 use serde_json::Value;
 
@@ -14,6 +14,7 @@ use crate::roles::{RoleError, RoleName};
 use crate::strategy::Driver;
 use crate::strategy::react::{ActRequest, Action, MAX_SUMMARY_CHARS, bounded, history};
 
+use super::approval::Gate;
 use super::{EngineError, NodeResult, Run};
 
 impl Run<'_> {
@@ -113,6 +114,12 @@ impl Run<'_> {
                     usage: reply.usage,
                 })
                 .await?;
+                // A side-effect call needs an approval of its exact arguments,
+                // as a planned step does. Refused, it is dispatched anyway and
+                // fails for want of one: the actor sees why.
+                if let Gate::Wait = self.approval_gate(&id).await? {
+                    return Ok(Ok(Node::AwaitApproval));
+                }
                 self.record(EventKind::StepStarted {
                     step: id.clone(),
                     attempt: 1,

@@ -165,7 +165,14 @@ impl Run<'_> {
                 .map(|s| s.id.clone())
                 .collect();
             for id in unstarted {
-                self.retry_now(&id, 1);
+                // Through the approval gate again: approved since, or by
+                // this engine's approver, it runs; otherwise it waits on.
+                match self.approval_gate(&id).await? {
+                    super::approval::Gate::Wait => return Ok(Ok(Node::AwaitApproval)),
+                    super::approval::Gate::Open | super::approval::Gate::Denied(_) => {
+                        self.retry_now(&id, 1);
+                    }
+                }
             }
             return Ok(Ok(if self.busy() {
                 Node::ExecuteStep
