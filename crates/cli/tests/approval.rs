@@ -202,3 +202,60 @@ fn a_workspace_escape_in_the_plan_fails_the_step_not_the_process() {
     );
     assert!(!dir.0.join("etc").exists());
 }
+
+#[test]
+fn a_react_write_waits_for_approve_then_resume_writes_once() {
+    let dir = Dir::new("react");
+    let notes = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/notes");
+    let ws = dir.0.join("ws");
+    let script = json!([
+        {"purpose": "actor", "json": {"action": "call", "thought": "save a note",
+            "tool": "write_file", "args": {"path": "note.md", "content": "budget: 1.5 s"}}},
+        {"purpose": "actor", "json": {"action": "answer",
+            "report": {"text": "Saved note.md.", "evidence": []}, "gaps": []}}
+    ]);
+    std::fs::write(dir.0.join("script.json"), script.to_string()).unwrap();
+    let script_arg = format!("script:{}", dir.0.join("script.json").display());
+    let paused = stepwise(
+        &dir,
+        &[
+            "run",
+            "Save a note on the latency budget",
+            "--notes",
+            notes.to_str().unwrap(),
+            "--workspace",
+            ws.to_str().unwrap(),
+            "--model",
+            &script_arg,
+            "--strategy",
+            "react",
+            "--run-id",
+            "run_react",
+            "--quiet",
+        ],
+    );
+    assert_eq!(paused.code, 4, "{}{}", paused.stdout, paused.stderr);
+    assert!(paused.stdout.contains("write_file"), "{}", paused.stdout);
+    assert!(
+        !ws.join("note.md").exists(),
+        "nothing written before the approval"
+    );
+
+    let approved = stepwise(&dir, &["approve", "run_react"]);
+    assert_eq!(approved.code, 0, "{}", approved.stderr);
+    // A script restarts in each process: from here on the model answers.
+    std::fs::write(
+        dir.0.join("script.json"),
+        json!([script[1].clone()]).to_string(),
+    )
+    .unwrap();
+    let done = stepwise(&dir, &["resume", "run_react", "--json", "--quiet"]);
+    assert_eq!(done.code, 0, "{}{}", done.stdout, done.stderr);
+    let v: serde_json::Value = serde_json::from_str(&done.stdout).unwrap();
+    assert_eq!(v["status"], "ok");
+    assert_eq!(v["strategy"], "react");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("note.md")).unwrap(),
+        "budget: 1.5 s"
+    );
+}
