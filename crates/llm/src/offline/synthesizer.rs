@@ -7,32 +7,12 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use async_trait::async_trait;
-use serde::Deserialize;
 use stepwise_core::roles::{Reply, Report, RoleError, Synthesizer};
 use stepwise_core::{Evidence, RunState, StepId, StepStatus};
 
 use super::gap_for;
 use super::judge::{judge, query_of};
-use super::search::{key_terms, sentences};
-
-/// A contradiction as `compare_results` reports it.
-#[derive(Debug, Deserialize)]
-struct Contradiction {
-    term: String,
-    claims: Vec<Claim>,
-}
-
-#[derive(Debug, Deserialize)]
-struct Claim {
-    note_id: String,
-    sentence: String,
-}
-
-#[derive(Debug, Default, Deserialize)]
-struct Comparison {
-    #[serde(default)]
-    contradictions: Vec<Contradiction>,
-}
+use super::search::{contradictions, key_terms, sentences};
 
 /// One sentence chosen for the brief.
 struct Pick {
@@ -160,17 +140,7 @@ impl Synthesizer for OfflineSynthesizer {
                 });
             }
         }
-        let contradictions: Vec<(StepId, Contradiction)> = state
-            .plan
-            .steps
-            .iter()
-            .filter(|s| s.tool == "compare_results")
-            .filter_map(|s| Some((s.id.clone(), state.step_results.get(&s.id)?)))
-            .flat_map(|(id, r)| {
-                let c: Comparison = serde_json::from_value(r.output.clone()).unwrap_or_default();
-                c.contradictions.into_iter().map(move |c| (id.clone(), c))
-            })
-            .collect();
+        let contradictions = contradictions(state);
         if !contradictions.is_empty() {
             text.push_str("\n## Contradictions\n\n");
             for (step, c) in contradictions {

@@ -9,34 +9,16 @@
 //! - contradictions: the conflicting figures `compare_results` found.
 
 use async_trait::async_trait;
-use serde::Deserialize;
 use stepwise_core::roles::{Reply, RoleError};
 use stepwise_core::strategy::verify::{Completeness, Verification, Verifier};
 use stepwise_core::{RunState, StepStatus};
 
 use super::judge::judge;
+use super::search::contradictions;
 
 /// Verifies without a model.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct OfflineVerifier;
-
-#[derive(Debug, Default, Deserialize)]
-struct Comparison {
-    #[serde(default)]
-    contradictions: Vec<Contradiction>,
-}
-
-#[derive(Debug, Deserialize)]
-struct Contradiction {
-    term: String,
-    #[serde(default)]
-    claims: Vec<Claim>,
-}
-
-#[derive(Debug, Deserialize)]
-struct Claim {
-    note_id: String,
-}
 
 #[async_trait]
 impl Verifier for OfflineVerifier {
@@ -80,18 +62,11 @@ impl Verifier for OfflineVerifier {
         let share = |n: usize, of: usize| if of == 0 { 0.0 } else { n as f64 / of as f64 };
         let completeness = share(answered, questions.len());
         let confidence = share(corroborated, answered) * completeness;
-        let contradictions = state
-            .plan
-            .steps
-            .iter()
-            .filter(|s| s.tool == "compare_results")
-            .filter_map(|s| Some((s, state.step_results.get(&s.id)?)))
-            .flat_map(|(s, r)| {
-                let c: Comparison = serde_json::from_value(r.output.clone()).unwrap_or_default();
-                c.contradictions.into_iter().map(move |c| {
-                    let notes: Vec<String> = c.claims.iter().map(|cl| cl.note_id.clone()).collect();
-                    format!("{} ({}; step {})", c.term, notes.join(" vs "), s.id)
-                })
+        let contradictions = contradictions(state)
+            .into_iter()
+            .map(|(step, c)| {
+                let notes: Vec<&str> = c.claims.iter().map(|cl| cl.note_id.as_str()).collect();
+                format!("{} ({}; step {step})", c.term, notes.join(" vs "))
             })
             .collect();
         let status = if questions.is_empty() || answered == 0 {
