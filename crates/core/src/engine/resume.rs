@@ -144,17 +144,7 @@ impl Run<'_> {
             return self.choose_strategy().await;
         }
         if let Driver::React { .. } = self.driver() {
-            let in_flight: Vec<StepId> = self
-                .state
-                .plan
-                .steps
-                .iter()
-                .filter(|s| s.status.is_in_flight())
-                .map(|s| s.id.clone())
-                .collect();
-            for id in in_flight {
-                self.reconcile(&id).await?;
-            }
+            self.reconcile_in_flight().await?;
             // A call the actor chose but that never started.
             let unstarted: Vec<StepId> = self
                 .state
@@ -190,17 +180,7 @@ impl Run<'_> {
             return Ok(Ok(Node::ReviewPlan));
         }
         self.recovered = unassessed(&self.state).into();
-        let in_flight: Vec<StepId> = self
-            .state
-            .plan
-            .steps
-            .iter()
-            .filter(|s| s.status.is_in_flight())
-            .map(|s| s.id.clone())
-            .collect();
-        for id in in_flight {
-            self.reconcile(&id).await?;
-        }
+        self.reconcile_in_flight().await?;
         self.held = held_decision(&self.state).map(|(verdict, reason)| match verdict {
             // A person resumed a run that stopped for review: try to recover.
             Verdict::NeedsReview if was == RunStatus::NeedsReview => (Verdict::Replan, reason),
@@ -213,6 +193,22 @@ impl Run<'_> {
             Some((verdict, reason)) => self.act_on(verdict, reason).await,
             None => Ok(Ok(Node::SelectNextStep)),
         }
+    }
+
+    /// Puts every step that was in flight back on track.
+    async fn reconcile_in_flight(&mut self) -> Result<(), EngineError> {
+        let in_flight: Vec<StepId> = self
+            .state
+            .plan
+            .steps
+            .iter()
+            .filter(|s| s.status.is_in_flight())
+            .map(|s| s.id.clone())
+            .collect();
+        for id in in_flight {
+            self.reconcile(&id).await?;
+        }
+        Ok(())
     }
 
     /// Puts one step that was in flight back on track.

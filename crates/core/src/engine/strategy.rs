@@ -218,12 +218,9 @@ impl Run<'_> {
             .await?;
             return Ok(Ok(Node::SynthesizeReport));
         }
-        let status = serde_json::to_value(verification.status)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_owned))
-            .unwrap_or_default();
         let mut reason = format!(
-            "verification {iteration}: {status}, completeness {:.2}",
+            "verification {iteration}: {}, completeness {:.2}",
+            verification.status.as_str(),
             verification.completeness
         );
         if !verification.missing.is_empty() {

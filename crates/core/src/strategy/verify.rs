@@ -23,6 +23,17 @@ pub enum Completeness {
     Incomplete,
 }
 
+impl Completeness {
+    /// Its name in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Complete => "complete",
+            Self::Partial => "partial",
+            Self::Incomplete => "incomplete",
+        }
+    }
+}
+
 /// The Verifier's judgement of one iteration's results.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Verification {
