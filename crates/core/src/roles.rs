@@ -338,6 +338,11 @@ pub struct Report {
     pub text: String,
     /// The evidence the report cites.
     pub evidence: Vec<Evidence>,
+    /// Knowledge gaps the report itself names (a section that found
+    /// nothing, a dimension the plan had no room for), recorded with the
+    /// run's other gaps so the gap list and the sections agree.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gaps: Vec<String>,
 }
 
 /// create_plan.

@@ -349,6 +349,7 @@ async fn synthesis_never_fills_a_knowledge_gap() {
                     quote: "an invented quote".into(),
                 },
             ],
+            gaps: Vec::new(),
         }]);
     h.work.script("b", vec![common::Behaviour::Persistent]);
     let state = h.run("Do not guess").await;

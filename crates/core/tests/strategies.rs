@@ -55,6 +55,7 @@ fn answer_from(citing: &str, of: &str) -> Action {
                 step: citing.into(),
                 quote: format!("result of {of}"),
             }],
+            gaps: Vec::new(),
         },
         gaps: vec!["nothing on the second part".to_owned()],
     }
@@ -513,6 +514,7 @@ impl stepwise_core::strategy::react::Actor for GarbageOnce {
             report: Report {
                 text: "nothing to look up".into(),
                 evidence: Vec::new(),
+                gaps: Vec::new(),
             },
             gaps: Vec::new(),
         }))
@@ -613,6 +615,7 @@ impl stepwise_core::strategy::react::Actor for SendThenAnswer {
             report: Report {
                 text: format!("sent: {}", request.history[0].observation),
                 evidence: Vec::new(),
+                gaps: Vec::new(),
             },
             gaps: Vec::new(),
         }))

@@ -43,6 +43,7 @@ impl Actor for RuleActor {
                     step: "call-1".into(),
                     quote: "text of x".into(),
                 }],
+                gaps: Vec::new(),
             },
             gaps: vec!["w was never read".into()],
         }))

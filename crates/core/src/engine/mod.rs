@@ -1234,10 +1234,15 @@ impl<'e> Run<'e> {
         usage: crate::usage::Usage,
     ) -> NodeResult {
         let (evidence, rejected_evidence) = vet_evidence(&self.state, report.evidence);
-        let uncovered: Vec<String> = coverage_gaps(&self.state.constraints, &report.text)
+        let mut uncovered: Vec<String> = Vec::new();
+        for gap in std::mem::take(&mut report.gaps)
             .into_iter()
-            .filter(|g| !self.state.knowledge_gaps.contains(g))
-            .collect();
+            .chain(coverage_gaps(&self.state.constraints, &report.text))
+        {
+            if !self.state.knowledge_gaps.contains(&gap) && !uncovered.contains(&gap) {
+                uncovered.push(gap);
+            }
+        }
         if !uncovered.is_empty() {
             self.record(EventKind::GapsNoted { gaps: uncovered })
                 .await?;

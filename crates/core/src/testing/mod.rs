@@ -243,7 +243,7 @@ impl Synthesizer for ScriptedSynthesizer {
                 });
             }
         }
-        Ok(Reply::free(Report { text, evidence }))
+        Ok(Reply::free(Report { text, evidence, gaps: Vec::new() }))
     }
 }
 

@@ -180,6 +180,7 @@ impl Synthesizer for OfflineSynthesizer {
         Ok(Reply::free(Report {
             text,
             evidence: evidence_list,
+            gaps: Vec::new(),
         }))
     }
 }

@@ -209,6 +209,7 @@ mod tests {
             report: stepwise_core::Report {
                 text: "r".to_owned(),
                 evidence: Vec::new(),
+                gaps: Vec::new(),
             },
             gaps: vec![" a gap ".to_owned(), "  ".to_owned()],
         });
