@@ -23,6 +23,7 @@ pub mod error;
 pub mod load;
 pub mod passages;
 pub mod search;
+pub mod stem;
 pub mod tokenize;
 
 pub use bm25::{Bm25Index, Bm25Params};

@@ -1,0 +1,280 @@
+//! Words and their variants, for deciding what a sentence is *about*.
+//!
+//! Search ([`tokenize`](super::tokenize)) splits Korean into character
+//! bigrams so that a query meets every inflected form; that is right for
+//! ranking and wrong for relevance, where "트레이닝" must not match "트레일"
+//! and "training" must not match "trail". Relevance works on whole words:
+//!
+//! - English (and other Latin-script) words are reduced to their Snowball
+//!   stem (`rust-stemmers`): `trainings`, `trained`, `training` → `train`.
+//!   Two words are variants when their stems are equal, when one stem
+//!   extends the other by a derivational ending only (`compli` +
+//!   `anc` = `complianc`: comply/compliance), or by the Latin -ain/-en-
+//!   alternation (`maintain`/`mainten`ance). `trail` is not `train`, and
+//!   `throughput` is not `through` (`put` is a word, not an ending).
+//! - Hangul words lose the particles and endings attached to them
+//!   (`생산성이` → `생산성`, `보안을` → `보안`, `도입했다` → `도입`), keeping at
+//!   least two syllables; a Korean term then matches a word that contains it
+//!   (`비용` in `운영비용은`), since Korean writes compounds as one word.
+//!
+//! The rules are small enough to predict by hand; the table in the tests is
+//! the specification.
+
+use std::sync::OnceLock;
+
+use rust_stemmers::{Algorithm, Stemmer};
+
+use super::tokenize::{is_cjk, is_stop_word};
+
+/// Endings a stem may gain without changing what the word is about
+/// (after Snowball has removed inflections): comply → compli*anc*e,
+/// pay → pay*ment*, train → train*er*, reduce → reduc*t*ion.
+const DERIVATIONAL_TAILS: &[&str] = &[
+    "abl", "al", "anc", "ant", "at", "ation", "enc", "ent", "er", "ibl", "ic", "ical", "ion",
+    "ism", "ist", "iti", "ive", "ment", "ness", "or", "t", "ur",
+];
+
+/// Korean particles and endings stripped from the end of a Hangul word,
+/// longest first so `에서는` goes before `는`.
+const HANGUL_ENDINGS: &[&str] = &[
+    "에서는",
+    "으로는",
+    "이었다",
+    "이라는",
+    "에게서",
+    "했으며",
+    "하였다",
+    "되었다",
+    "입니다",
+    "에서",
+    "에게",
+    "으로",
+    "부터",
+    "까지",
+    "처럼",
+    "보다",
+    "이며",
+    "이고",
+    "이나",
+    "이다",
+    "였다",
+    "했다",
+    "한다",
+    "하는",
+    "하고",
+    "하며",
+    "하여",
+    "해야",
+    "되는",
+    "된다",
+    "됐다",
+    "라는",
+    "에는",
+    "과",
+    "와",
+    "이",
+    "가",
+    "은",
+    "는",
+    "을",
+    "를",
+    "의",
+    "에",
+    "로",
+    "도",
+    "만",
+    "며",
+];
+
+/// Hangul syllables a stripped word keeps at least.
+const MIN_HANGUL_SYLLABLES: usize = 2;
+
+fn english() -> &'static Stemmer {
+    static STEMMER: OnceLock<Stemmer> = OnceLock::new();
+    STEMMER.get_or_init(|| Stemmer::create(Algorithm::English))
+}
+
+fn is_hangul(c: char) -> bool {
+    matches!(c, '\u{AC00}'..='\u{D7A3}')
+}
+
+/// A Hangul word without its trailing particles and endings.
+fn strip_hangul(word: &str) -> String {
+    let mut word = word.to_owned();
+    // Endings stack ("보안팀에서는" = 보안팀 + 에서 + 는): strip a few times.
+    for _ in 0..3 {
+        let Some(ending) = HANGUL_ENDINGS.iter().find(|e| {
+            word.strip_suffix(**e)
+                .is_some_and(|rest| rest.chars().count() >= MIN_HANGUL_SYLLABLES)
+        }) else {
+            break;
+        };
+        word.truncate(word.len() - ending.len());
+    }
+    word
+}
+
+/// One word's stem: Snowball for Latin script, particles stripped for
+/// Hangul, other scripts lowercased as they are. `word` is one token.
+pub fn stem(word: &str) -> String {
+    let lower = word.to_lowercase();
+    if lower.chars().any(is_hangul) {
+        strip_hangul(&lower)
+    } else if lower.chars().all(|c| c.is_ascii_alphanumeric()) {
+        english().stem(&lower).into_owned()
+    } else {
+        lower
+    }
+}
+
+/// The content words of `text` as stems, in order, duplicates dropped:
+/// split at every non-alphanumeric character and where the script switches
+/// between Hangul/CJK and others (`RAG는` → `rag`, `는`); English stop words
+/// and lone particles dropped.
+pub fn words(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let lowered = text.to_lowercase();
+    for run in lowered.split(|c: char| !c.is_alphanumeric()) {
+        let mut start = 0;
+        let mut script: Option<bool> = None;
+        let mut pieces = Vec::new();
+        for (i, c) in run.char_indices() {
+            let cjk = is_cjk(c);
+            if script.is_some_and(|s| s != cjk) {
+                pieces.push(&run[start..i]);
+                start = i;
+            }
+            script = Some(cjk);
+        }
+        if script.is_some() {
+            pieces.push(&run[start..]);
+        }
+        for piece in pieces {
+            if piece.is_empty() || is_stop_word(piece) {
+                continue;
+            }
+            let s = stem(piece);
+            let single_hangul = s.chars().count() == 1 && s.chars().all(is_hangul);
+            if !s.is_empty() && !single_hangul && !out.contains(&s) {
+                out.push(s);
+            }
+        }
+    }
+    out
+}
+
+/// Whether two stems (from [`stem`] or [`words`]) are variants of one word.
+pub fn same_stem(a: &str, b: &str) -> bool {
+    if a == b {
+        return true;
+    }
+    if a.chars().any(is_hangul) || b.chars().any(is_hangul) {
+        return false;
+    }
+    let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
+    if short.len() < 3 {
+        return false;
+    }
+    if let Some(tail) = long.strip_prefix(short) {
+        return DERIVATIONAL_TAILS.contains(&tail);
+    }
+    // Siblings: complian|c|e / complian|t, both one ending from `compli`.
+    if root(a) == root(b) && root(a).len() < a.len().max(b.len()) {
+        return true;
+    }
+    // maintain / mainten(ance), sustain / susten(ance).
+    let alternation = |x: &str, y: &str| {
+        x.strip_suffix("ain")
+            .zip(y.strip_suffix("en"))
+            .is_some_and(|(p, q)| p == q && p.len() >= 3)
+    };
+    alternation(a, b) || alternation(b, a)
+}
+
+/// A stem without its longest derivational ending, if at least
+/// [`MIN_ROOT`] letters remain.
+fn root(stem: &str) -> &str {
+    DERIVATIONAL_TAILS
+        .iter()
+        .filter_map(|t| stem.strip_suffix(t))
+        .filter(|r| r.len() >= MIN_ROOT)
+        .min_by_key(|r| r.len())
+        .unwrap_or(stem)
+}
+
+/// Letters a [`root`] keeps at least.
+const MIN_ROOT: usize = 5;
+
+/// Whether `term` (a stem) is mentioned by one of `words` (stems): a
+/// variant of it, or for a Korean term, a word containing it.
+pub fn mentions(words: &[String], term: &str) -> bool {
+    if term.chars().any(is_hangul) {
+        return words.iter().any(|w| w.contains(term));
+    }
+    words.iter().any(|w| same_stem(w, term))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn variants(a: &str, b: &str) -> bool {
+        same_stem(&stem(a), &stem(b))
+    }
+
+    #[test]
+    fn variants_keep_the_stem_of_the_original_term() {
+        for (a, b, same) in [
+            ("training", "trained", true),
+            ("training", "trainer", true),
+            ("training", "trail", false),
+            ("throughput", "through", false),
+            ("throughput", "throughputs", true),
+            ("maintenance", "maintain", true),
+            ("maintenance", "maintained", true),
+            ("compliance", "comply", true),
+            ("compliance", "compliant", true),
+            ("cost", "costs", true),
+            ("cost", "costly", true),
+            ("latency", "latencies", true),
+            ("payment", "pay", true),
+            ("satisfaction", "satisfied", false),
+            ("contain", "content", false),
+            ("operation", "operating", true),
+            ("licence", "license", false),
+            ("license", "licensing", true),
+        ] {
+            assert_eq!(variants(a, b), same, "{a} / {b}: {} / {}", stem(a), stem(b));
+        }
+    }
+
+    #[test]
+    fn hangul_words_lose_their_particles() {
+        assert_eq!(stem("생산성이"), "생산성");
+        assert_eq!(stem("생산성"), "생산성");
+        assert_eq!(stem("보안을"), "보안");
+        assert_eq!(stem("비용은"), "비용");
+        assert_eq!(stem("보안팀에서는"), "보안팀");
+        assert_eq!(stem("도입했다"), "도입");
+        // Two syllables stay: 나이 is not 나 + 이.
+        assert_eq!(stem("나이"), "나이");
+        assert!(mentions(&words("운영비용은 월 300만 원이다"), "비용"));
+        assert!(mentions(&words("생산성이 12% 올랐다"), &stem("생산성")));
+        assert!(!mentions(&words("보안 점검을 마쳤다"), "비용"));
+    }
+
+    #[test]
+    fn words_are_stems_without_stop_words() {
+        assert_eq!(words("The trained staff"), ["train", "staff"]);
+        assert_eq!(words("RAG는 싸다"), ["rag", "싸다"]);
+        assert_eq!(words("audit trail"), ["audit", "trail"]);
+        assert!(!mentions(
+            &words("The audit trail is kept."),
+            &stem("training")
+        ));
+        assert!(mentions(
+            &words("Staff were trained in May."),
+            &stem("training")
+        ));
+    }
+}
