@@ -17,7 +17,8 @@ use stepwise_core::roles::{Reply, RoleError, Synthesizer};
 use stepwise_core::strategy::react::{ActRequest, Action, Actor};
 use stepwise_core::{RunState, Step, StepStatus};
 
-use super::judge::judge;
+use super::asked::Asked;
+use super::judge::Lens;
 use super::planner::{query_for, sub_questions};
 use super::reformulate::Reformulator;
 use super::{OfflineSynthesizer, gap_for};
@@ -26,12 +27,16 @@ use super::{OfflineSynthesizer, gap_for};
 #[derive(Debug)]
 pub struct OfflineActor {
     reformulator: Arc<Reformulator>,
+    synthesizer: OfflineSynthesizer,
 }
 
 impl OfflineActor {
-    /// An actor that reformulates with `reformulator`.
-    pub fn new(reformulator: Arc<Reformulator>) -> Self {
-        Self { reformulator }
+    /// An actor that reformulates with `reformulator` and answers with `synthesizer`.
+    pub fn new(reformulator: Arc<Reformulator>, synthesizer: OfflineSynthesizer) -> Self {
+        Self {
+            reformulator,
+            synthesizer,
+        }
     }
 }
 
@@ -58,10 +63,11 @@ impl OfflineActor {
         else {
             return Progress::Untried;
         };
-        let met = state
-            .step_results
-            .get(&latest.id)
-            .is_some_and(|r| judge(&state.constraints, latest, &r.output).met());
+        let met = state.step_results.get(&latest.id).is_some_and(|r| {
+            Lens::new(self.reformulator.lexicon(), state)
+                .judge(latest, &r.output)
+                .met()
+        });
         if met {
             return Progress::Answered;
         }
@@ -88,13 +94,14 @@ impl Actor for OfflineActor {
     async fn act(&self, request: ActRequest<'_>) -> Result<Reply<Action>, RoleError> {
         let state = request.state;
         let made = state.plan.steps.len();
-        let questions = sub_questions(request.goal, made + request.calls_left);
+        let (questions, _) = sub_questions(request.goal, made + request.calls_left);
+        let asked = Asked::of(request.goal);
         let can_call = request.calls_left > 0;
         let mut gaps = Vec::new();
         for question in &questions {
             match self.progress(state, question) {
                 Progress::Untried if can_call => {
-                    return Ok(Reply::free(search(question, query_for(question))));
+                    return Ok(Reply::free(search(question, query_for(&asked, question))));
                 }
                 Progress::Retry(query) if can_call => {
                     return Ok(Reply::free(search(question, query)));
@@ -133,7 +140,7 @@ impl Actor for OfflineActor {
                 view.knowledge_gaps.push(gap.clone());
             }
         }
-        let report = OfflineSynthesizer.synthesize(&view).await?;
+        let report = self.synthesizer.synthesize(&view).await?;
         Ok(Reply::free(Action::Answer {
             report: report.value,
             gaps,

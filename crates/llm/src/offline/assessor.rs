@@ -9,18 +9,18 @@ use stepwise_core::roles::{AssessRequest, Assessor, Reply, RoleError, StepOutcom
 use stepwise_core::{Assessment, RunState, Step, StepStatus, Verdict};
 
 use super::gap_for;
-use super::judge::{judge, query_of};
+use super::judge::{Lens, query_of};
 use super::reformulate::Reformulator;
 
 /// Whether any finished search step met its criteria.
-fn any_evidence(state: &RunState) -> bool {
+fn any_evidence(lens: &Lens<'_>, state: &RunState) -> bool {
     state.plan.steps.iter().any(|s| {
         s.tool == "search_notes"
             && s.status == StepStatus::Succeeded
             && state
                 .step_results
                 .get(&s.id)
-                .is_some_and(|r| judge(&state.constraints, s, &r.output).met())
+                .is_some_and(|r| lens.judge(s, &r.output).met())
     })
 }
 
@@ -53,7 +53,9 @@ fn decide(
     let budget = state.replan_count < state.max_replans && used < state.max_steps;
     let verdict = if budget && reformulator.next_query(state, step).is_some() {
         Verdict::Replan
-    } else if any_evidence(state) || searches_outstanding(state, step) {
+    } else if any_evidence(&Lens::new(reformulator.lexicon(), state), state)
+        || searches_outstanding(state, step)
+    {
         Verdict::Continue
     } else {
         Verdict::NeedsReview
@@ -116,10 +118,10 @@ impl Assessor for OfflineAssessor {
             ),
             StepOutcome::Succeeded(result) if step.tool == "search_notes" => {
                 let query = query_of(step);
-                let judgement = judge(&request.state.constraints, step, &result.output);
+                let lens = Lens::new(self.reformulator.lexicon(), request.state);
+                let judgement = lens.judge(step, &result.output);
                 if judgement.met() {
-                    let ids: Vec<&str> =
-                        judgement.good.iter().map(|h| h.note_id.as_str()).collect();
+                    let ids = judgement.notes();
                     Assessment {
                         resolved_gaps: vec![gap],
                         observations: vec![format!(
@@ -129,9 +131,10 @@ impl Assessor for OfflineAssessor {
                             ids.join(", ")
                         )],
                         ..Assessment::ok(format!(
-                            "{} relevant note(s), {:.0}% of key terms covered",
+                            "{} relevant note(s), {} sentence(s) about {}",
                             ids.len(),
-                            judgement.coverage * 100.0
+                            judgement.quotes.len(),
+                            judgement.question
                         ))
                     }
                 } else {

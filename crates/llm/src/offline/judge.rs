@@ -1,32 +1,23 @@
-//! Judging a search step's evidence: the acceptance rule shared by the
-//! assessor (is the step done?), the reformulator (what could fix it?) and
-//! the synthesizer (which sentences may back a section?).
+//! Judging a search step's evidence: the rule shared by the assessor (is
+//! the step done?), the reformulator (is there anything left to try?), the
+//! verifier (how complete is the brief?) and the synthesizer (which sentences
+//! may back a section?), so all four agree.
 //!
-//! A `search_notes` step meets its criteria when
-//! - at least one result scores [`MIN_SCORE`] or more,
-//! - the passages of those results cover at least [`MIN_COVERAGE`] of the
-//!   query's key terms, and
-//! - for a sub-question about one constraint dimension or section ("cost:
-//!   …"), every *focus* term of that dimension appears in the evidence, either
-//!   as itself or as the corpus variant the query searched for (a
-//!   reformulated query may say "maintain" for "maintenance": same first
-//!   [`STEM_CHARS`] letters). Otherwise topic words alone could "answer" a
-//!   question about a dimension the notes never mention.
+//! A `search_notes` step meets its criteria when one of its results scores
+//! at least [`MIN_SCORE`] and holds a sentence that is about the step's
+//! sub-question (see [`relevance`](super::relevance)) in a note on the goal's
+//! topic. The sub-question is the step's description — a dimension, the goal,
+//! or whatever a user's plan says — never the query, so a reworded search is
+//! judged by what it was for.
 
 use serde_json::Value;
-use stepwise_core::{Constraints, Step};
+use stepwise_core::{RunState, Step};
+use stepwise_tools::notes::stem::{mentions, words};
 
-use super::search::{Hit, hits, key_terms};
-use super::{MIN_COVERAGE, MIN_SCORE};
-
-/// Letters two words must share at the start to count as variants.
-pub(crate) const STEM_CHARS: usize = 4;
-
-/// Whether `a` and `b` are variants of one word (same first [`STEM_CHARS`] letters).
-pub(crate) fn same_stem(a: &str, b: &str) -> bool {
-    let prefix = |s: &str| s.chars().take(STEM_CHARS).collect::<String>();
-    a.chars().count() >= STEM_CHARS && b.chars().count() >= STEM_CHARS && prefix(a) == prefix(b)
-}
+use super::MIN_SCORE;
+use super::asked::Asked;
+use super::relevance::{Lexicon, Topic, about_dimension, about_goal, content};
+use super::search::{Hit, hits, sentences};
 
 /// The query a step searched for.
 pub(crate) fn query_of(step: &Step) -> String {
@@ -37,20 +28,56 @@ pub(crate) fn query_of(step: &Step) -> String {
         .to_owned()
 }
 
-/// The focus terms of a sub-question: the key terms of the constraint
-/// section or dimension it was planned for, if any.
-pub(crate) fn focus_of(constraints: &Constraints, description: &str) -> Vec<String> {
-    constraints
-        .required_sections
-        .iter()
-        .chain(&constraints.comparison_dimensions)
-        .find(|d| {
-            description
-                .strip_prefix(d.as_str())
-                .is_some_and(|rest| rest.starts_with(": "))
-        })
-        .map(|d| key_terms(d))
-        .unwrap_or_default()
+/// A sentence without the list marker it had in the note ("- **Kafka**: …"
+/// → "**Kafka**: …"), so the brief's own bullet is the only one. What is
+/// left is still verbatim from the note.
+fn unbulleted(sentence: &str) -> &str {
+    let mut s = sentence.trim();
+    loop {
+        let rest = s
+            .strip_prefix("- ")
+            .or_else(|| s.strip_prefix("* "))
+            .or_else(|| s.strip_prefix("+ "))
+            .or_else(|| s.strip_prefix("• "))
+            .or_else(|| {
+                let digits = s.chars().take_while(char::is_ascii_digit).count();
+                (digits > 0 && digits < 4)
+                    .then(|| {
+                        s[digits..]
+                            .strip_prefix(". ")
+                            .or_else(|| s[digits..].strip_prefix(") "))
+                    })
+                    .flatten()
+            });
+        match rest {
+            Some(r) => s = r.trim_start(),
+            None => return s,
+        }
+    }
+}
+
+/// Whether a sentence states something: it ends like a sentence (a full
+/// stop, or a Korean ending such as 다/요), not like a byline, a date line
+/// or a table row ("정보보안팀, 5월 28일", "From: Aisha Okafor").
+fn is_statement(sentence: &str) -> bool {
+    let end = sentence
+        .trim_end_matches(['"', '\'', '”', '’', ')', '*', '_'])
+        .chars()
+        .last();
+    matches!(
+        end,
+        Some('.' | '!' | '?' | '。' | '다' | '요' | '음' | '함' | '임' | '됨')
+    ) && sentence.split_whitespace().count() >= 3
+}
+
+/// One sentence that may back a claim, with what ranks it.
+#[derive(Debug, Clone)]
+pub(crate) struct Quote {
+    pub(crate) note_id: String,
+    pub(crate) sentence: String,
+    /// Higher first: how many of the question's words it holds, whether it
+    /// names the goal's subject, how much of the context it shares.
+    pub(crate) rank: (usize, usize, usize),
 }
 
 /// What a search step's output shows.
@@ -58,79 +85,135 @@ pub(crate) fn focus_of(constraints: &Constraints, description: &str) -> Vec<Stri
 pub(crate) struct Judgement {
     /// Results scoring at least [`MIN_SCORE`].
     pub(crate) good: Vec<Hit>,
-    /// Share of the query's key terms found in their passages.
-    pub(crate) coverage: f64,
-    /// Focus terms found neither as themselves nor as a searched variant.
-    pub(crate) missing_focus: Vec<String>,
-    /// Terms that count as the focus in this step's evidence (focus terms and
-    /// the variants the query used for them).
-    pub(crate) focus_words: Vec<String>,
+    /// Their sentences about the sub-question, in retrieval order.
+    pub(crate) quotes: Vec<Quote>,
+    /// The sub-question, as a person would name it.
+    pub(crate) question: String,
 }
 
 impl Judgement {
     /// Whether the step meets its acceptance criteria.
     pub(crate) fn met(&self) -> bool {
-        !self.good.is_empty() && self.coverage >= MIN_COVERAGE && self.missing_focus.is_empty()
+        !self.quotes.is_empty()
     }
 
-    /// Why it does not, for a person.
+    /// The notes that back it.
+    pub(crate) fn notes(&self) -> Vec<&str> {
+        let mut ids: Vec<&str> = Vec::new();
+        for q in &self.quotes {
+            if !ids.contains(&q.note_id.as_str()) {
+                ids.push(&q.note_id);
+            }
+        }
+        ids
+    }
+
+    /// Why it does not meet them, for a person.
     pub(crate) fn shortfall(&self, query: &str) -> String {
         if self.good.is_empty() {
             format!("no passage scored >= {MIN_SCORE} for {query:?}")
-        } else if !self.missing_focus.is_empty() {
-            format!("no passage mentions {}", self.missing_focus.join(", "))
         } else {
-            format!(
-                "the evidence covers only {:.0}% of the key terms of {query:?}",
-                self.coverage * 100.0
-            )
+            format!("no passage mentions {}", self.question)
         }
     }
 }
 
-/// Judges one search step's output.
-pub(crate) fn judge(constraints: &Constraints, step: &Step, output: &Value) -> Judgement {
-    let good: Vec<Hit> = hits(output)
-        .into_iter()
-        .filter(|h| h.score >= MIN_SCORE)
-        .collect();
-    let mut text = String::new();
-    for h in &good {
-        text.push_str(&h.title);
-        text.push('\n');
-        for p in &h.passages {
-            text.push_str(p);
-            text.push('\n');
+/// How the offline roles read a run: the corpus's words, what the goal asks
+/// and its topic.
+#[derive(Debug)]
+pub(crate) struct Lens<'a> {
+    pub(crate) lexicon: &'a Lexicon,
+    pub(crate) asked: Asked,
+    pub(crate) topic: Topic,
+    goal: String,
+}
+
+impl<'a> Lens<'a> {
+    /// The lens for a run.
+    pub(crate) fn new(lexicon: &'a Lexicon, state: &RunState) -> Self {
+        let asked = Asked::of_state(state);
+        let topic = Topic::of(&state.goal, &asked);
+        Lens {
+            lexicon,
+            asked,
+            topic,
+            goal: state.goal.clone(),
         }
     }
-    let found = key_terms(&text);
-    let query_terms = key_terms(&query_of(step));
-    let coverage = if query_terms.is_empty() {
-        0.0
-    } else {
-        query_terms.iter().filter(|t| found.contains(t)).count() as f64 / query_terms.len() as f64
-    };
-    let focus = focus_of(constraints, &step.description);
-    let mut focus_words = Vec::new();
-    let mut missing_focus = Vec::new();
-    for f in &focus {
-        let variants: Vec<&String> = query_terms
-            .iter()
-            .filter(|q| *q == f || same_stem(q, f))
-            .filter(|q| found.contains(q))
+
+    /// Whether a sentence of `note_id` is about the sub-question `description`.
+    fn about(&self, description: &str, sentence: &[String], note_id: &str) -> bool {
+        if !self.lexicon.on_topic(&self.topic, note_id) {
+            return false;
+        }
+        if let Some(d) = self.asked.dimension_of(description) {
+            return about_dimension(self.lexicon, d, sentence, note_id);
+        }
+        if description == self.goal {
+            return about_goal(self.lexicon, &self.topic, sentence, note_id);
+        }
+        // A user's own sub-question: judged by its own words.
+        let own = Topic {
+            goal: content(description),
+            ..Topic::default()
+        };
+        about_goal(self.lexicon, &own, sentence, note_id)
+    }
+
+    /// The words that rank a sentence for `description`.
+    fn question_words(&self, description: &str) -> Vec<String> {
+        match self.asked.dimension_of(description) {
+            Some(d) => content(d),
+            None => content(description),
+        }
+    }
+
+    /// Judges one search step's output against its sub-question.
+    pub(crate) fn judge(&self, step: &Step, output: &Value) -> Judgement {
+        let good: Vec<Hit> = hits(output)
+            .into_iter()
+            .filter(|h| h.score >= MIN_SCORE)
             .collect();
-        if found.contains(f) {
-            focus_words.push(f.clone());
+        let question = self.question_words(&step.description);
+        let subject: Vec<String> = self.topic.entities.first().cloned().unwrap_or_default();
+        let mut quotes: Vec<Quote> = Vec::new();
+        for hit in &good {
+            for passage in &hit.passages {
+                for sentence in sentences(passage) {
+                    let sentence = unbulleted(sentence);
+                    if !is_statement(sentence)
+                        || (!hit.title.is_empty() && sentence.contains(hit.title.as_str()))
+                        || quotes
+                            .iter()
+                            .any(|q| q.sentence == sentence && q.note_id == hit.note_id)
+                    {
+                        continue;
+                    }
+                    let ws = words(sentence);
+                    if !self.about(&step.description, &ws, &hit.note_id) {
+                        continue;
+                    }
+                    let count =
+                        |terms: &[String]| terms.iter().filter(|t| mentions(&ws, t)).count();
+                    let names_subject = usize::from(
+                        !subject.is_empty() && subject.iter().all(|t| mentions(&ws, t)),
+                    );
+                    quotes.push(Quote {
+                        note_id: hit.note_id.clone(),
+                        sentence: sentence.to_owned(),
+                        rank: (count(&question), names_subject, count(&self.topic.context)),
+                    });
+                }
+            }
         }
-        focus_words.extend(variants.iter().map(|v| (*v).clone()));
-        if !found.contains(f) && variants.is_empty() {
-            missing_focus.push(f.clone());
+        Judgement {
+            good,
+            quotes,
+            question: self
+                .asked
+                .dimension_of(&step.description)
+                .unwrap_or(&step.description)
+                .to_owned(),
         }
-    }
-    Judgement {
-        good,
-        coverage,
-        missing_focus,
-        focus_words,
     }
 }

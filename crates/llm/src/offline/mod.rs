@@ -3,9 +3,11 @@
 //! - [`OfflinePlanner`] turns the goal and its constraints into sub-questions,
 //!   one `search_notes` step each, plus a `compare_results` step that depends
 //!   on every gathering step.
+//! - [`OfflinePlanner`] asks one sub-question per dimension the goal names
+//!   ([`Asked`]), or the goal itself when it names none.
 //! - [`OfflineAssessor`] checks a search step's acceptance criteria: a result
-//!   scoring at least [`MIN_SCORE`] whose passages cover at least
-//!   [`MIN_COVERAGE`] of the sub-question's key terms.
+//!   scoring at least [`MIN_SCORE`] with a sentence about the sub-question in
+//!   a note on the goal's topic ([`Lexicon`] holds the corpus's words).
 //! - [`OfflineReplanner`] reformulates only the failing sub-questions, with
 //!   the [`Reformulator`] the assessor also asks whether a gap is recoverable.
 //! - [`OfflineSynthesizer`] writes an extractive brief with `[note_id]`
@@ -16,10 +18,12 @@
 //!   [`OfflineRouter`] classifies goals (`router`).
 
 mod actor;
+mod asked;
 mod assessor;
 mod judge;
 mod planner;
 mod reformulate;
+mod relevance;
 mod repairer;
 mod replanner;
 mod router;
@@ -34,9 +38,11 @@ use stepwise_core::Roles;
 use stepwise_tools::notes::Corpus;
 
 pub use actor::OfflineActor;
+pub use asked::Asked;
 pub use assessor::OfflineAssessor;
 pub use planner::{OfflinePlanner, sub_questions};
 pub use reformulate::Reformulator;
+pub use relevance::Lexicon;
 pub use repairer::OfflineRepairer;
 pub use replanner::OfflineReplanner;
 pub use router::OfflineRouter;
@@ -46,21 +52,23 @@ pub use verifier::OfflineVerifier;
 
 /// A search result must score at least this (BM25) to count as evidence.
 pub const MIN_SCORE: f64 = 0.5;
-/// A sub-question's key terms that the evidence must cover, as a fraction.
-pub const MIN_COVERAGE: f64 = 0.5;
 
 /// The offline roles over a notes corpus.
 pub fn roles(corpus: Arc<Corpus>) -> Roles {
-    let reformulator = Arc::new(Reformulator::new(corpus));
+    let lexicon = Arc::new(Lexicon::new(corpus));
+    let reformulator = Arc::new(Reformulator::new(Arc::clone(&lexicon)));
     Roles::new(
         Arc::new(OfflinePlanner),
         Arc::new(OfflineRepairer),
         Arc::new(OfflineAssessor::new(Arc::clone(&reformulator))),
         Arc::new(OfflineReplanner::new(Arc::clone(&reformulator))),
-        Arc::new(OfflineSynthesizer),
+        Arc::new(OfflineSynthesizer::new(Arc::clone(&lexicon))),
     )
-    .with_verifier(Arc::new(OfflineVerifier))
-    .with_actor(Arc::new(OfflineActor::new(reformulator)))
+    .with_verifier(Arc::new(OfflineVerifier::new(Arc::clone(&lexicon))))
+    .with_actor(Arc::new(OfflineActor::new(
+        reformulator,
+        OfflineSynthesizer::new(lexicon),
+    )))
     .with_summarizer(Arc::new(OfflineSummarizer))
     .with_router(Arc::new(OfflineRouter))
 }

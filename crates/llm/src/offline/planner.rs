@@ -6,75 +6,58 @@ use stepwise_core::plan::AgentType;
 use stepwise_core::roles::{PlanRequest, Planner, Reply, RoleError};
 use stepwise_core::{DraftPlan, Goal, Step};
 
-use super::search::key_terms;
-use super::{MIN_COVERAGE, MIN_SCORE};
+use stepwise_tools::notes::stem::stem;
 
-/// Words that say what to do rather than what about; they are kept out of
-/// search queries because notes rarely contain them.
-const TASK_WORDS: &[&str] = &[
-    "about",
-    "analyse",
-    "analyze",
-    "assess",
-    "brief",
-    "compare",
-    "comparison",
-    "create",
-    "describe",
-    "detail",
-    "details",
-    "draft",
-    "evaluate",
-    "evaluating",
-    "explain",
-    "find",
-    "give",
-    "identify",
-    "info",
-    "information",
-    "know",
-    "list",
-    "make",
-    "note",
-    "overview",
-    "please",
-    "prepare",
-    "produce",
-    "regarding",
-    "report",
-    "research",
-    "say",
-    "short",
-    "should",
-    "summarise",
-    "summarize",
-    "summary",
-    "tell",
-    "whether",
-    "write",
-];
+use super::MIN_SCORE;
+use super::asked::Asked;
+use super::relevance::is_task_word;
 
-/// Separators between the parts of a goal that are worth a sub-question each.
-const SEPARATORS: &[&str] = &[
-    "?",
-    ";",
-    ",",
-    " vs. ",
-    " vs ",
-    " versus ",
-    " or ",
-    " and ",
-    " 그리고 ",
-    " 또는 ",
-    " 및 ",
-];
+/// The words of `text` worth searching for, as the search index spells
+/// them: English words lowercased, Korean words without their particles;
+/// stop words and task words ("compare", "검토하라") left out.
+pub(crate) fn search_words(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for raw in text.split(|c: char| !c.is_alphanumeric() && c != '-') {
+        for piece in raw.split('-') {
+            let lower = piece.to_lowercase();
+            if lower.is_empty() || stepwise_tools::notes::tokenize(&lower).is_empty() {
+                continue;
+            }
+            let s = stem(&lower);
+            if is_task_word(&s) {
+                continue;
+            }
+            let word = if lower
+                .chars()
+                .any(|c| ('\u{AC00}'..='\u{D7A3}').contains(&c))
+            {
+                s
+            } else {
+                lower
+            };
+            if !word.is_empty() && !out.contains(&word) {
+                out.push(word);
+            }
+        }
+    }
+    out
+}
 
-/// The search query for a sub-question: its key terms without task words.
-pub(crate) fn query_for(sub_question: &str) -> String {
-    let terms: Vec<String> = key_terms(sub_question)
-        .into_iter()
-        .filter(|t| !TASK_WORDS.contains(&t.as_str()))
-        .collect();
+/// The search query for a sub-question: its own words, and for a dimension
+/// the alternatives compared ("cost kafka sqs"). Context words of the goal
+/// stay out: they would rank notes that share the topic above notes that
+/// answer the dimension, and the judge already keeps off-topic notes out.
+pub(crate) fn query_for(asked: &Asked, sub_question: &str) -> String {
+    let mut terms = search_words(sub_question);
+    if asked.dimension_of(sub_question).is_some() {
+        for e in &asked.entities {
+            for w in search_words(e) {
+                if !terms.contains(&w) {
+                    terms.push(w);
+                }
+            }
+        }
+    }
     if terms.is_empty() {
         sub_question.trim().to_owned()
     } else {
@@ -82,97 +65,26 @@ pub(crate) fn query_for(sub_question: &str) -> String {
     }
 }
 
-fn split_parts(goal: &str) -> Vec<String> {
-    let mut parts = vec![goal.to_owned()];
-    for sep in SEPARATORS {
-        parts = parts
-            .iter()
-            .flat_map(|p| p.split(sep).map(str::to_owned).collect::<Vec<_>>())
-            .collect();
-    }
-    parts
-        .into_iter()
-        .map(|p| p.trim().to_owned())
-        .filter(|p| {
-            !query_for(p).is_empty()
-                && key_terms(p)
-                    .iter()
-                    .any(|t| !TASK_WORDS.contains(&t.as_str()))
-        })
-        .collect()
-}
-
-/// Key terms kept from the first part of a split goal: the words next to the
-/// separator name the first alternative ("… adopt RAG or fine-tuning").
-const FOCUS_TERMS: usize = 3;
-
-/// The tail of the first part that names its alternative: "Should our team
-/// adopt retrieval-augmented generation" → "retrieval-augmented generation".
-/// The leading context is already in the whole-goal sub-question.
-fn focus_tail(part: &str) -> String {
-    let terms: Vec<String> = key_terms(part)
-        .into_iter()
-        .filter(|t| !TASK_WORDS.contains(&t.as_str()))
-        .collect();
-    let Some(first) = terms
-        .len()
-        .checked_sub(FOCUS_TERMS)
-        .and_then(|i| terms.get(i))
-    else {
-        return part.to_owned();
-    };
-    let lower = part.to_lowercase();
-    match lower.rfind(first.as_str()) {
-        // Lowercasing can change byte lengths; only cut where it is safe.
-        Some(at) if lower.len() == part.len() && part.is_char_boundary(at) => {
-            part[at..].trim().to_owned()
-        }
-        _ => part.to_owned(),
-    }
-}
-
-/// The sub-questions for a goal, at most `max`: one per required section,
-/// else one per comparison dimension, else the goal itself plus each of its
-/// parts (split at commas, "and", "or", "vs", …).
-pub fn sub_questions(goal: &Goal, max: usize) -> Vec<String> {
-    let c = &goal.constraints;
-    let topic = &goal.goal;
-    let mut out: Vec<String> = if !c.required_sections.is_empty() {
-        c.required_sections
-            .iter()
-            .map(|s| format!("{s}: {topic}"))
-            .collect()
-    } else if !c.comparison_dimensions.is_empty() {
-        c.comparison_dimensions
-            .iter()
-            .map(|d| format!("{d}: {topic}"))
-            .collect()
+/// The sub-questions for a goal: one per dimension it asks (its own list,
+/// `required_sections` and `comparison_dimensions`, merged), each named by
+/// the dimension as written, else the goal itself as one overview question.
+/// At most `max`; the dimensions left out are returned second, so they can
+/// be named as gaps rather than dropped.
+pub fn sub_questions(goal: &Goal, max: usize) -> (Vec<String>, Vec<String>) {
+    let asked = Asked::of(goal);
+    let mut all = if asked.dimensions.is_empty() {
+        vec![goal.goal.clone()]
     } else {
-        let mut qs = vec![topic.clone()];
-        let mut parts = split_parts(topic);
-        if parts.len() > 1 {
-            parts[0] = focus_tail(&parts[0]);
-            qs.extend(parts);
-        }
-        qs
+        asked.dimensions
     };
-    let mut seen = Vec::new();
-    out.retain(|q| {
-        let key = query_for(q);
-        let fresh = !seen.contains(&key);
-        seen.push(key);
-        fresh
-    });
-    out.truncate(max.max(1));
-    out
+    let dropped = all.split_off(max.max(1).min(all.len()));
+    (all, dropped)
 }
 
 /// The acceptance criterion of a gathering step.
-fn criterion(query: &str) -> String {
+fn criterion(sub_question: &str) -> String {
     format!(
-        "at least one passage scores >= {MIN_SCORE} and the evidence covers >= {:.0}% of the key terms: {}",
-        MIN_COVERAGE * 100.0,
-        key_terms(query).join(", ")
+        "at least one passage scores >= {MIN_SCORE} and has a sentence about {sub_question:?} in a note on the goal's topic"
     )
 }
 
@@ -180,7 +92,7 @@ fn criterion(query: &str) -> String {
 pub(crate) fn gather_step(id: &str, sub_question: &str, query: &str) -> Step {
     let mut step = Step::new(id, sub_question, "search_notes")
         .with_args(json!({"query": query, "limit": 5}))
-        .accept(criterion(query));
+        .accept(criterion(sub_question));
     step.agent = Some(AgentType::Gathering);
     step
 }
@@ -215,12 +127,13 @@ impl Planner for OfflinePlanner {
         } else {
             request.max_steps
         };
-        let questions = sub_questions(request.goal, room);
+        let (questions, _) = sub_questions(request.goal, room);
+        let asked = Asked::of(request.goal);
         let ids: Vec<String> = (1..=questions.len()).map(|i| format!("q{i}")).collect();
         let mut steps: Vec<Step> = ids
             .iter()
             .zip(&questions)
-            .map(|(id, q)| gather_step(id, q, &query_for(q)))
+            .map(|(id, q)| gather_step(id, q, &query_for(&asked, q)))
             .collect();
         if can_compare && ids.len() > 1 && steps.len() < request.max_steps {
             steps.push(compare_step(&ids));
@@ -240,40 +153,45 @@ mod tests {
     }
 
     #[test]
-    fn sections_drive_sub_questions() {
+    fn sections_and_dimensions_are_merged() {
         let c = Constraints {
             required_sections: vec!["Costs".into(), "Risks".into()],
+            comparison_dimensions: vec!["latency".into()],
             ..Constraints::default()
         };
-        assert_eq!(
-            sub_questions(&goal("RAG for support", c), 10),
-            ["Costs: RAG for support", "Risks: RAG for support"]
-        );
+        let (qs, dropped) = sub_questions(&goal("RAG for support", c), 10);
+        assert_eq!(qs, ["Costs", "Risks", "latency"]);
+        assert!(dropped.is_empty());
     }
 
     #[test]
-    fn a_goal_splits_into_its_parts() {
-        let qs = sub_questions(
+    fn alternatives_are_not_sub_questions() {
+        let g = goal(
+            "Should we move order events to Kafka, RabbitMQ or SQS? Consider cost, throughput and staff training.",
+            Constraints::default(),
+        );
+        let (qs, _) = sub_questions(&g, 10);
+        assert_eq!(qs, ["cost", "throughput", "staff training"]);
+        let asked = Asked::of(&g);
+        assert_eq!(query_for(&asked, "cost"), "cost kafka rabbitmq sqs");
+        let (qs, _) = sub_questions(
             &goal(
                 "Compare RAG and fine-tuning for customer support",
                 Constraints::default(),
             ),
             10,
         );
-        assert_eq!(
-            qs,
-            [
-                "Compare RAG and fine-tuning for customer support",
-                "Compare RAG",
-                "fine-tuning for customer support"
-            ]
-        );
-        assert_eq!(query_for(&qs[1]), "rag");
+        assert_eq!(qs, ["Compare RAG and fine-tuning for customer support"]);
     }
 
     #[test]
-    fn the_plan_fits_max_steps() {
-        let qs = sub_questions(&goal("a, b, c, d, e, f", Constraints::default()), 3);
-        assert_eq!(qs.len(), 3);
+    fn dimensions_beyond_max_steps_are_returned_not_dropped() {
+        let c = Constraints {
+            comparison_dimensions: vec!["a1".into(), "b1".into(), "c1".into(), "d1".into()],
+            ..Constraints::default()
+        };
+        let (qs, dropped) = sub_questions(&goal("x y", c), 3);
+        assert_eq!(qs, ["a1", "b1", "c1"]);
+        assert_eq!(dropped, ["d1"]);
     }
 }

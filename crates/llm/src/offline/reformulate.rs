@@ -1,125 +1,102 @@
 //! Reformulating a sub-question's query from the corpus vocabulary. Shared by
-//! the assessor (is a gap recoverable?) and the replanner (what to try next?),
-//! so both give the same answer.
+//! the assessor (is a gap recoverable?), the replanner (what to try next?)
+//! and the ReAct actor, so all give the same answer.
+//!
+//! A new query only ever uses variants of the sub-question's own words
+//! (same stem: "maintenance" → "maintain", never "training" → "trail"), and
+//! none at all when the notes lack enough of them to meet the relevance rule:
+//! no wording can find what the notes never mention.
 
-use std::collections::BTreeSet;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use stepwise_core::{RunState, Step};
-use stepwise_tools::notes::Corpus;
+use stepwise_tools::notes::stem::stem;
 
-use super::judge::{STEM_CHARS, focus_of, query_of, same_stem};
-use super::search::key_terms;
+use super::judge::{Lens, query_of};
+use super::planner::search_words;
+use super::relevance::{DIMENSION_SHARE, GOAL_SHARE, Lexicon, content};
+
+/// Surface forms tried per word.
+const FORMS_PER_WORD: usize = 2;
 
 /// Proposes new queries for a sub-question from the words the corpus uses.
 #[derive(Debug)]
 pub struct Reformulator {
-    corpus: Arc<Corpus>,
-    vocabulary: OnceLock<BTreeSet<String>>,
+    lexicon: Arc<Lexicon>,
 }
 
 impl Reformulator {
-    /// A reformulator over this corpus.
-    pub fn new(corpus: Arc<Corpus>) -> Self {
-        Self {
-            corpus,
-            vocabulary: OnceLock::new(),
-        }
+    /// A reformulator over this lexicon.
+    pub fn new(lexicon: Arc<Lexicon>) -> Self {
+        Self { lexicon }
     }
 
-    fn vocabulary(&self) -> &BTreeSet<String> {
-        self.vocabulary.get_or_init(|| {
-            self.corpus
-                .notes()
-                .iter()
-                .flat_map(|n| stepwise_tools::notes::tokenize(&format!("{}\n{}", n.title, n.text)))
-                .collect()
-        })
+    /// The lexicon it reads.
+    pub(crate) fn lexicon(&self) -> &Lexicon {
+        &self.lexicon
     }
 
-    /// Corpus words for `term`: itself if the corpus has it, else up to
-    /// three variants with the same stem ("maintenance" → "maintain", …).
-    fn corpus_words(&self, term: &str) -> Vec<String> {
-        let vocab = self.vocabulary();
-        if vocab.contains(term) {
-            return vec![term.to_owned()];
+    /// The corpus's spellings of a stem: its variants as the notes write them.
+    fn forms(&self, term: &str) -> Vec<String> {
+        if term.chars().any(|c| ('\u{AC00}'..='\u{D7A3}').contains(&c)) {
+            return if self.lexicon.knows(term) {
+                vec![term.to_owned()]
+            } else {
+                Vec::new()
+            };
         }
-        if term.chars().count() < STEM_CHARS {
-            return Vec::new();
-        }
-        vocab
-            .iter()
-            .filter(|v| same_stem(v, term))
-            .take(3)
-            .cloned()
-            .collect()
+        self.lexicon.surface_forms(term, FORMS_PER_WORD)
     }
 
-    /// Candidate queries, best first. A sub-question about a dimension
-    /// searches for the dimension's corpus words alone, then with the topic's;
-    /// any sub-question then tries the terms the corpus knows plus corpus
-    /// variants of the others, the known terms alone, and each known term.
-    /// Empty when a focus term has no word in the corpus at all: no wording
-    /// can find what the notes never mention.
-    fn candidates(&self, focus: &[String], sub_question: &str, query: &str) -> Vec<String> {
-        let mut terms = key_terms(query);
-        for t in key_terms(sub_question) {
-            if !terms.contains(&t) {
-                terms.push(t);
+    /// Candidate queries, best first; empty when the words the notes know
+    /// cannot reach the share of the question the relevance rule needs.
+    fn candidates(&self, lens: &Lens<'_>, description: &str) -> Vec<String> {
+        let dimension = lens.asked.dimension_of(description);
+        let terms = match dimension {
+            Some(d) => content(d),
+            None => content(description),
+        };
+        let need = if dimension.is_some() {
+            DIMENSION_SHARE
+        } else {
+            GOAL_SHARE
+        };
+        let total: f64 = terms.iter().map(|t| self.lexicon.idf(t)).sum();
+        let mut known_weight = 0.0;
+        let mut forms: Vec<String> = Vec::new();
+        for t in &terms {
+            let f = self.forms(t);
+            if !f.is_empty() {
+                known_weight += self.lexicon.idf(t);
             }
-        }
-        let mut focused: Vec<String> = Vec::new();
-        for f in focus {
-            let words = self.corpus_words(f);
-            if words.is_empty() {
-                return Vec::new();
-            }
-            focused.extend(words);
-        }
-        let known: Vec<String> = terms
-            .iter()
-            .filter(|t| self.vocabulary().contains(*t) && !focus.contains(t))
-            .cloned()
-            .collect();
-        let mut expanded = focused.clone();
-        for t in terms.iter().filter(|t| !focus.contains(t)) {
-            for w in self.corpus_words(t) {
-                if !expanded.contains(&w) {
-                    expanded.push(w);
+            for w in f {
+                if !forms.contains(&w) {
+                    forms.push(w);
                 }
             }
         }
-        let mut out = Vec::new();
-        if !focused.is_empty() {
-            out.push(focused.join(" "));
-            out.push(
-                focused
-                    .iter()
-                    .chain(&known)
-                    .cloned()
-                    .collect::<Vec<_>>()
-                    .join(" "),
-            );
+        if forms.is_empty() || total <= 0.0 || known_weight / total < need {
+            return Vec::new();
         }
-        out.push(expanded.join(" "));
-        out.push(
-            focused
-                .iter()
-                .chain(&known)
-                .cloned()
-                .collect::<Vec<_>>()
-                .join(" "),
-        );
-        if focused.is_empty() {
-            out.extend(known.iter().cloned());
+        let entities: Vec<String> = lens
+            .asked
+            .entities
+            .iter()
+            .flat_map(|e| search_words(e))
+            .filter(|w| self.lexicon.knows(&stem(w)))
+            .collect();
+        let mut out = vec![forms.join(" ")];
+        if !entities.is_empty() {
+            let mut with = forms.clone();
+            with.extend(entities);
+            out.push(with.join(" "));
         }
-        out.retain(|q| !q.is_empty());
         out
     }
 
     /// The next query to try for `step`'s sub-question: the first candidate
-    /// no step of this run has searched for yet.
-    /// Only search steps have a query to reword.
+    /// no step of this run has searched for yet. Only search steps have a
+    /// query to reword.
     pub fn next_query(&self, state: &RunState, step: &Step) -> Option<String> {
         if step.tool != "search_notes" {
             return None;
@@ -131,8 +108,8 @@ impl Reformulator {
             .filter(|s| s.description == step.description)
             .map(query_of)
             .collect();
-        let focus = focus_of(&state.constraints, &step.description);
-        self.candidates(&focus, &step.description, &query_of(step))
+        let lens = Lens::new(&self.lexicon, state);
+        self.candidates(&lens, &step.description)
             .into_iter()
             .find(|q| !tried.contains(q))
     }

@@ -1,5 +1,5 @@
-//! The offline router (seed 000): a goal is complex when it splits into
-//! several sub-questions or names sections or comparison dimensions;
+//! The offline router (seed 000): a goal is complex when it names several
+//! dimensions of its own or has sections or comparison dimensions;
 //! otherwise it is simple.
 
 use async_trait::async_trait;
@@ -17,7 +17,7 @@ pub struct OfflineRouter;
 impl Router for OfflineRouter {
     async fn route(&self, goal: &Goal) -> Result<Reply<Routing>, RoleError> {
         let c = &goal.constraints;
-        let parts = sub_questions(goal, usize::MAX).len();
+        let parts = sub_questions(goal, usize::MAX).0.len();
         let routing = if !c.required_sections.is_empty() {
             Routing {
                 route: Route::Complex,
@@ -37,7 +37,7 @@ impl Router for OfflineRouter {
         } else if parts > 1 {
             Routing {
                 route: Route::Complex,
-                reason: format!("the goal splits into {parts} sub-questions"),
+                reason: format!("the goal names {parts} dimensions"),
             }
         } else {
             Routing {

@@ -52,15 +52,4 @@ pub(crate) fn contradictions(state: &RunState) -> Vec<(StepId, Contradiction)> {
         .collect()
 }
 
-/// Distinct key terms of a text, in order.
-pub(crate) fn key_terms(text: &str) -> Vec<String> {
-    let mut terms: Vec<String> = Vec::new();
-    for t in stepwise_tools::notes::tokenize(text) {
-        if !terms.contains(&t) {
-            terms.push(t);
-        }
-    }
-    terms
-}
-
 pub(crate) use stepwise_tools::notes::sentences;

@@ -1,28 +1,32 @@
-//! The offline synthesizer: an extractive brief. Per sub-question, the most
-//! relevant sentences of the retrieved passages, each cited `[note_id]`;
-//! contradictions the comparison step found; the open gaps; the sources.
-//! It only quotes what the run retrieved and writes nothing for a gap.
+//! The offline synthesizer: an extractive brief. One section per dimension
+//! the goal asks (as the user wrote it), else one overview section; in each,
+//! the most relevant sentences the run retrieved, each cited `[note_id]`;
+//! contradictions between notes on the goal's topic; every gap; the sources.
+//! It only quotes sentences the judge found to be about their section
+//! ([`judge`](super::judge)), writes nothing for a gap, and names every
+//! section that found nothing in its gap list.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use stepwise_core::roles::{Reply, Report, RoleError, Synthesizer};
 use stepwise_core::{Evidence, RunState, StepId, StepStatus};
 
 use super::gap_for;
-use super::judge::{judge, query_of};
-use super::search::{contradictions, key_terms, sentences};
+use super::judge::Lens;
+use super::relevance::Lexicon;
+use super::search::contradictions;
 
 /// One sentence chosen for the brief.
 struct Pick {
     sentence: String,
     note_id: String,
     step: StepId,
-    score: usize,
 }
 
-/// Sentences per sub-question: fewer when the constraints ask for a short result.
+/// Sentences per section: fewer when the constraints ask for a short result.
 fn sentences_per_section(state: &RunState) -> usize {
     let length = state
         .constraints
@@ -42,8 +46,14 @@ fn sentences_per_section(state: &RunState) -> usize {
 
 /// The best sentences for one sub-question, from all its search steps,
 /// leaving out sentences an earlier section already quotes.
-fn picks_for(state: &RunState, description: &str, limit: usize, used: &[String]) -> Vec<Pick> {
-    let mut picks: Vec<Pick> = Vec::new();
+fn picks_for(
+    lens: &Lens<'_>,
+    state: &RunState,
+    description: &str,
+    limit: usize,
+    used: &[String],
+) -> Vec<Pick> {
+    let mut ranked: Vec<((usize, usize, usize), Pick)> = Vec::new();
     for step in state
         .plan
         .steps
@@ -53,79 +63,139 @@ fn picks_for(state: &RunState, description: &str, limit: usize, used: &[String])
         let Some(result) = state.step_results.get(&step.id) else {
             continue;
         };
-        // Only evidence that met the step's criteria backs a claim; a gap gets none.
-        let judgement = judge(&state.constraints, step, &result.output);
-        if !judgement.met() {
-            continue;
-        }
-        let terms = key_terms(&format!("{} {description}", query_of(step)));
-        for hit in judgement.good {
-            for passage in &hit.passages {
-                for sentence in sentences(passage) {
-                    let found = key_terms(sentence);
-                    let score = terms.iter().filter(|t| found.contains(t)).count();
-                    // A section about a dimension quotes only sentences about it.
-                    let on_focus = judgement.focus_words.is_empty()
-                        || judgement.focus_words.iter().any(|f| found.contains(f));
-                    if score == 0
-                        || !on_focus
-                        || sentence == hit.title
-                        || used.iter().any(|u| u == sentence)
-                        || picks.iter().any(|p| p.sentence == sentence)
-                    {
-                        continue;
-                    }
-                    picks.push(Pick {
-                        sentence: sentence.to_owned(),
-                        note_id: hit.note_id.clone(),
-                        step: step.id.clone(),
-                        score,
-                    });
-                }
+        for q in lens.judge(step, &result.output).quotes {
+            if used.contains(&q.sentence) || ranked.iter().any(|(_, p)| p.sentence == q.sentence) {
+                continue;
             }
+            ranked.push((
+                q.rank,
+                Pick {
+                    sentence: q.sentence,
+                    note_id: q.note_id,
+                    step: step.id.clone(),
+                },
+            ));
         }
     }
     // Stable sort: ties keep retrieval order (best-scoring note first).
-    picks.sort_by_key(|p| std::cmp::Reverse(p.score));
-    picks.truncate(limit);
-    picks
+    ranked.sort_by_key(|(rank, _)| std::cmp::Reverse(*rank));
+    ranked.into_iter().map(|(_, p)| p).take(limit).collect()
 }
 
 /// Writes the brief from the run's results.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct OfflineSynthesizer;
+#[derive(Debug)]
+pub struct OfflineSynthesizer {
+    lexicon: Arc<Lexicon>,
+}
 
-#[async_trait]
-impl Synthesizer for OfflineSynthesizer {
-    async fn synthesize(&self, state: &RunState) -> Result<Reply<Report>, RoleError> {
-        let mut text = format!("# {}\n", state.goal);
-        if let Some(audience) = &state.constraints.audience {
-            let _ = write!(text, "\n_For: {audience}_\n");
-        }
-        let mut evidence_list: Vec<Evidence> = Vec::new();
-        let mut cited: BTreeMap<String, String> = BTreeMap::new();
-        let limit = sentences_per_section(state);
-        let mut descriptions: Vec<&str> = Vec::new();
+impl OfflineSynthesizer {
+    /// A synthesizer that judges relevance with `lexicon`.
+    pub fn new(lexicon: Arc<Lexicon>) -> Self {
+        Self { lexicon }
+    }
+}
+
+/// One section of the brief.
+struct Section {
+    heading: String,
+    /// The sub-question (step description) it answers; none if not searched.
+    question: Option<String>,
+}
+
+/// The brief's sections: every dimension asked, in order, then any other
+/// sub-question the plan searched (a user's plan, or the overview).
+fn sections(lens: &Lens<'_>, state: &RunState) -> Vec<Section> {
+    let searched: Vec<&str> = {
+        let mut out: Vec<&str> = Vec::new();
         for s in state
             .plan
             .steps
             .iter()
             .filter(|s| s.tool == "search_notes" && s.status != StepStatus::Skipped)
         {
-            if !descriptions.contains(&s.description.as_str()) {
-                descriptions.push(&s.description);
+            if !out.contains(&s.description.as_str()) {
+                out.push(&s.description);
             }
         }
-        for description in descriptions {
-            let _ = write!(text, "\n## {}\n\n", heading(state, description));
+        out
+    };
+    let mut out: Vec<Section> = lens
+        .asked
+        .dimensions
+        .iter()
+        .map(|d| Section {
+            heading: d.clone(),
+            question: searched.contains(&d.as_str()).then(|| d.clone()),
+        })
+        .collect();
+    for q in searched {
+        if lens.asked.dimension_of(q).is_none() {
+            out.push(Section {
+                heading: if q == state.goal {
+                    overview(&state.goal).to_owned()
+                } else {
+                    q.to_owned()
+                },
+                question: Some(q.to_owned()),
+            });
+        }
+    }
+    out
+}
+
+/// The heading of the section on the goal as a whole, in the goal's language.
+fn overview(goal: &str) -> &'static str {
+    if goal.chars().any(|c| ('\u{AC00}'..='\u{D7A3}').contains(&c)) {
+        "개요"
+    } else {
+        "Overview"
+    }
+}
+
+/// The gap for a dimension the plan never searched.
+pub(crate) fn not_searched(state: &RunState, dimension: &str) -> String {
+    let active = state
+        .plan
+        .steps
+        .iter()
+        .filter(|s| s.status != StepStatus::Skipped)
+        .count();
+    if active >= state.max_steps {
+        format!("Not searched (step budget): {dimension}")
+    } else {
+        format!("Not searched (no step of the plan asked it): {dimension}")
+    }
+}
+
+#[async_trait]
+impl Synthesizer for OfflineSynthesizer {
+    async fn synthesize(&self, state: &RunState) -> Result<Reply<Report>, RoleError> {
+        let lens = Lens::new(&self.lexicon, state);
+        let mut text = format!("# {}\n", state.goal);
+        if let Some(audience) = &state.constraints.audience {
+            let _ = write!(text, "\n_For: {audience}_\n");
+        }
+        let mut evidence_list: Vec<Evidence> = Vec::new();
+        let mut cited: BTreeMap<String, String> = BTreeMap::new();
+        let mut own_gaps: Vec<String> = Vec::new();
+        let limit = sentences_per_section(state);
+        for section in sections(&lens, state) {
+            let _ = write!(text, "\n## {}\n\n", section.heading);
+            let Some(question) = section.question else {
+                let gap = not_searched(state, &section.heading);
+                let _ = writeln!(text, "_Not searched; see Unresolved gaps._");
+                own_gaps.push(gap);
+                continue;
+            };
             let used: Vec<String> = evidence_list.iter().map(|e| e.quote.clone()).collect();
-            let mut picks = picks_for(state, description, limit, &used);
+            let mut picks = picks_for(&lens, state, &question, limit, &used);
             if picks.is_empty() {
                 // Everything relevant is quoted in an earlier section: quote it again here.
-                picks = picks_for(state, description, limit, &[]);
+                picks = picks_for(&lens, state, &question, limit, &[]);
             }
             if picks.is_empty() {
                 text.push_str("_No evidence found in the notes; see Unresolved gaps._\n");
+                own_gaps.push(gap_for(&question));
                 continue;
             }
             for p in picks {
@@ -140,7 +210,14 @@ impl Synthesizer for OfflineSynthesizer {
                 });
             }
         }
-        let contradictions = contradictions(state);
+        let contradictions: Vec<_> = contradictions(state)
+            .into_iter()
+            .filter(|(_, c)| {
+                c.claims
+                    .iter()
+                    .all(|cl| self.lexicon.on_topic(&lens.topic, &cl.note_id))
+            })
+            .collect();
         if !contradictions.is_empty() {
             text.push_str("\n## Contradictions\n\n");
             for (step, c) in contradictions {
@@ -162,11 +239,19 @@ impl Synthesizer for OfflineSynthesizer {
                 }
             }
         }
+        // The gaps a section found are the run's gaps once a later search
+        // resolved nothing; a resolved one is not repeated.
+        let mut gaps: Vec<String> = ordered_gaps(state).into_iter().cloned().collect();
+        for g in &own_gaps {
+            if !gaps.contains(g) {
+                gaps.push(g.clone());
+            }
+        }
         text.push_str("\n## Unresolved gaps\n\n");
-        if state.knowledge_gaps.is_empty() {
-            text.push_str("None: every sub-question found evidence in the notes.\n");
+        if gaps.is_empty() {
+            text.push_str("None: every section found evidence in the notes.\n");
         } else {
-            for gap in ordered_gaps(state) {
+            for gap in &gaps {
                 let _ = writeln!(text, "- {gap}");
             }
         }
@@ -176,36 +261,14 @@ impl Synthesizer for OfflineSynthesizer {
                 let _ = writeln!(text, "- [{id}] {title}");
             }
         }
-
         Ok(Reply::free(Report {
             text,
             evidence: evidence_list,
-            gaps: Vec::new(),
+            gaps: own_gaps
+                .into_iter()
+                .filter(|g| !state.knowledge_gaps.contains(g))
+                .collect(),
         }))
-    }
-}
-
-/// A section's heading: the constraint section or dimension a sub-question
-/// was planned for ("Cost"), else the sub-question itself.
-fn heading(state: &RunState, description: &str) -> String {
-    let c = &state.constraints;
-    match c
-        .required_sections
-        .iter()
-        .chain(&c.comparison_dimensions)
-        .find(|d| {
-            description
-                .strip_prefix(d.as_str())
-                .is_some_and(|rest| rest.starts_with(": "))
-        }) {
-        Some(d) => {
-            let mut chars = d.chars();
-            chars
-                .next()
-                .map(|f| f.to_uppercase().chain(chars).collect())
-                .unwrap_or_default()
-        }
-        None => description.to_owned(),
     }
 }
 

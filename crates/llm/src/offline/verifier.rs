@@ -1,61 +1,80 @@
-//! The offline verifier (`verified`, seed 004): scores an iteration from the
-//! judged evidence of each sub-question.
+//! The offline verifier (`verified`, seed 004): scores an iteration by what
+//! the brief would show.
 //!
-//! - completeness: the share of sub-questions (distinct descriptions of
-//!   `search_notes` steps) whose latest search meets its criteria;
-//! - confidence: the share of answered sub-questions backed by two or more
-//!   notes (corroborated), scaled by completeness;
-//! - missing: the unanswered sub-questions; weak steps: their latest searches;
+//! - completeness: the share of asked dimensions (or, with none, the
+//!   sub-questions searched) with at least one relevant sentence to cite —
+//!   the judge's rule, the one the synthesizer quotes by;
+//! - confidence: the share of answered ones backed by two or more notes
+//!   (corroborated), scaled by completeness;
+//! - missing: the dimensions without a sentence, named as asked; weak steps:
+//!   their latest searches;
 //! - contradictions: the conflicting figures `compare_results` found.
+
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use stepwise_core::roles::{Reply, RoleError};
 use stepwise_core::strategy::verify::{Completeness, Verification, Verifier};
 use stepwise_core::{RunState, StepStatus};
 
-use super::judge::judge;
+use super::judge::Lens;
+use super::relevance::Lexicon;
 use super::search::contradictions;
 
 /// Verifies without a model.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct OfflineVerifier;
+#[derive(Debug)]
+pub struct OfflineVerifier {
+    lexicon: Arc<Lexicon>,
+}
+
+impl OfflineVerifier {
+    /// A verifier that judges relevance with `lexicon`.
+    pub fn new(lexicon: Arc<Lexicon>) -> Self {
+        Self { lexicon }
+    }
+}
 
 #[async_trait]
 impl Verifier for OfflineVerifier {
     async fn verify(&self, state: &RunState) -> Result<Reply<Verification>, RoleError> {
-        let mut questions: Vec<&str> = Vec::new();
+        let lens = Lens::new(&self.lexicon, state);
+        let mut questions: Vec<String> = lens.asked.dimensions.clone();
         for s in &state.plan.steps {
-            if s.tool == "search_notes" && !questions.contains(&s.description.as_str()) {
-                questions.push(&s.description);
+            if s.tool == "search_notes"
+                && lens.asked.dimension_of(&s.description).is_none()
+                && !questions.contains(&s.description)
+            {
+                questions.push(s.description.clone());
             }
         }
         let (mut answered, mut corroborated) = (0usize, 0usize);
         let (mut missing, mut weak_steps) = (Vec::new(), Vec::new());
         for question in &questions {
-            let latest = state
+            let steps: Vec<_> = state
                 .plan
                 .steps
                 .iter()
-                .rev()
-                .find(|s| s.tool == "search_notes" && s.description == *question);
-            let judged = latest.and_then(|s| {
-                let result = state.step_results.get(&s.id)?;
-                Some(judge(&state.constraints, s, &result.output))
-            });
-            match judged {
-                Some(j) if j.met() => {
-                    answered += 1;
-                    let mut notes: Vec<&str> = j.good.iter().map(|h| h.note_id.as_str()).collect();
-                    notes.dedup();
-                    if notes.len() > 1 {
-                        corroborated += 1;
+                .filter(|s| s.tool == "search_notes" && &s.description == question)
+                .collect();
+            let mut notes: Vec<String> = Vec::new();
+            for s in &steps {
+                if let Some(result) = state.step_results.get(&s.id) {
+                    for id in lens.judge(s, &result.output).notes() {
+                        if !notes.iter().any(|n| n == id) {
+                            notes.push(id.to_owned());
+                        }
                     }
                 }
-                _ => {
-                    missing.push((*question).to_owned());
-                    if let Some(s) = latest.filter(|s| s.status != StepStatus::Skipped) {
-                        weak_steps.push(s.id.clone());
-                    }
+            }
+            if notes.is_empty() {
+                missing.push(question.clone());
+                if let Some(s) = steps.iter().rev().find(|s| s.status != StepStatus::Skipped) {
+                    weak_steps.push(s.id.clone());
+                }
+            } else {
+                answered += 1;
+                if notes.len() > 1 {
+                    corroborated += 1;
                 }
             }
         }

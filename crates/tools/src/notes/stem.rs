@@ -35,7 +35,8 @@ const DERIVATIONAL_TAILS: &[&str] = &[
 ];
 
 /// Korean particles and endings stripped from the end of a Hangul word,
-/// longest first so `에서는` goes before `는`.
+/// longest first so `에서는` goes before `는`. 도 and 만 are left alone: too
+/// many nouns end in them (만족도, 속도, 정도).
 const HANGUL_ENDINGS: &[&str] = &[
     "에서는",
     "으로는",
@@ -81,8 +82,6 @@ const HANGUL_ENDINGS: &[&str] = &[
     "의",
     "에",
     "로",
-    "도",
-    "만",
     "며",
 ];
 
@@ -256,6 +255,7 @@ mod tests {
         assert_eq!(stem("비용은"), "비용");
         assert_eq!(stem("보안팀에서는"), "보안팀");
         assert_eq!(stem("도입했다"), "도입");
+        assert_eq!(stem("만족도를"), "만족도");
         // Two syllables stay: 나이 is not 나 + 이.
         assert_eq!(stem("나이"), "나이");
         assert!(mentions(&words("운영비용은 월 300만 원이다"), "비용"));

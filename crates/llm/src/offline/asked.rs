@@ -1,0 +1,598 @@
+//! What a goal asks for: the dimensions a brief must cover, each named as
+//! the user wrote it, and the alternatives it compares.
+//!
+//! Dimensions come from the constraints (`required_sections`, then
+//! `comparison_dimensions`, merged, never one replacing the other) and from
+//! lists the goal spells out itself:
+//!
+//! - after a cue: "Consider cost, latency and compliance", "Compare Kafka and
+//!   SQS on cost and throughput", "… in terms of cost and risk";
+//! - after a colon: "Brief the board: cost, timeline, risks";
+//! - in Korean, before the verb that asks for them: "생산성, 비용, 보안을
+//!   검토하라", "비용과 보안 측면에서".
+//!
+//! Alternatives — "Kafka, RabbitMQ or SQS", "RAG or fine-tuning", the things
+//! before "on" in "compare A and B on …" — are *entities*: what each section
+//! compares, never sections of their own. Anything else in the goal is
+//! context: it shapes the searches but makes no section.
+
+use stepwise_core::{Constraints, Goal, RunState};
+use stepwise_tools::notes::stem::{stem, words};
+
+/// A goal's dimensions and entities.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Asked {
+    /// The dimensions, as written, in order, without duplicates.
+    pub dimensions: Vec<String>,
+    /// The alternatives compared, as written.
+    pub entities: Vec<String>,
+}
+
+/// English words that introduce a list of dimensions, lowercase. A cue
+/// marked strong also introduces a single dimension ("Focus on cost.").
+const CUES: &[(&str, bool)] = &[
+    ("consider", true),
+    ("considering", true),
+    ("compare", false),
+    ("comparing", false),
+    ("evaluate", false),
+    ("assess", false),
+    ("weigh", false),
+    ("cover", true),
+    ("covering", true),
+    ("look at", false),
+    ("looking at", false),
+    ("focus on", true),
+    ("focusing on", true),
+    ("examine", false),
+    ("review", false),
+    ("discuss", false),
+    ("address", false),
+    ("including", true),
+    ("include", true),
+    ("in terms of", true),
+    ("with respect to", true),
+    ("especially", true),
+    ("particularly", true),
+    ("taking into account", true),
+    ("account for", true),
+];
+
+/// Words that split a compare-list into what is compared and on what.
+const ON: &[&str] = &[
+    " on ",
+    " in terms of ",
+    " across ",
+    " by ",
+    " for ",
+    " against ",
+];
+
+/// Korean verbs (stems) that ask for what comes before them.
+const KO_VERBS: &[&str] = &[
+    "검토", "비교", "고려", "평가", "분석", "정리", "살펴", "조사", "확인", "다뤄", "설명",
+];
+
+/// Korean words that say "in terms of" after a list.
+const KO_ASPECTS: &[&str] = &["측면", "관점", "기준", "면에서", "중심"];
+
+/// Leading words an item loses ("the cost" → "cost").
+const LEADING: &[&str] = &[
+    "the ",
+    "its ",
+    "their ",
+    "our ",
+    "your ",
+    "each option's ",
+    "both ",
+    "and ",
+    "or ",
+    "also ",
+    "how ",
+    "what ",
+    "any ",
+];
+
+/// Most words a dimension may have; a longer item is a clause, not a dimension.
+const MAX_DIMENSION_WORDS: usize = 5;
+
+impl Asked {
+    /// What `goal` asks, with its constraints.
+    pub fn of(goal: &Goal) -> Self {
+        Self::from_parts(&goal.goal, &goal.constraints)
+    }
+
+    /// What a run's goal asks.
+    pub fn of_state(state: &RunState) -> Self {
+        Self::from_parts(&state.goal, &state.constraints)
+    }
+
+    fn from_parts(goal: &str, c: &Constraints) -> Self {
+        let mut asked = Asked::default();
+        for d in c.required_sections.iter().chain(&c.comparison_dimensions) {
+            asked.add_dimension(d);
+        }
+        for clause in clauses(goal) {
+            let (dimensions, entities) = lists_in(&clause);
+            for d in dimensions {
+                asked.add_dimension(&d);
+            }
+            for e in entities {
+                if !asked.entities.iter().any(|x| x.eq_ignore_ascii_case(&e)) {
+                    asked.entities.push(e);
+                }
+            }
+        }
+        asked
+    }
+
+    /// Adds a dimension unless one with the same words is there already
+    /// ("Cost" from a section and "costs" from the goal are one).
+    fn add_dimension(&mut self, raw: &str) {
+        let d = clean_item(raw);
+        if d.is_empty() || words(&d).is_empty() {
+            return;
+        }
+        let key = words(&d);
+        if !self.dimensions.iter().any(|x| words(x) == key) {
+            self.dimensions.push(d);
+        }
+    }
+
+    /// The dimension a sub-question (a step description) was planned for.
+    pub fn dimension_of(&self, description: &str) -> Option<&str> {
+        self.dimensions
+            .iter()
+            .find(|d| d.as_str() == description)
+            .map(String::as_str)
+    }
+}
+
+/// The goal's clauses: split at sentence ends.
+fn clauses(goal: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut current = String::new();
+    let chars: Vec<char> = goal.chars().collect();
+    for (i, &c) in chars.iter().enumerate() {
+        let next_is_space = chars.get(i + 1).is_none_or(|n| n.is_whitespace());
+        let end = matches!(c, '?' | '!' | ';' | '\n') || (c == '.' && next_is_space) || (c == '。');
+        if end {
+            if !current.trim().is_empty() {
+                out.push(current.trim().to_owned());
+            }
+            current.clear();
+        } else {
+            current.push(c);
+        }
+    }
+    if !current.trim().is_empty() {
+        out.push(current.trim().to_owned());
+    }
+    out
+}
+
+/// The dimensions and entities one clause lists.
+fn lists_in(clause: &str) -> (Vec<String>, Vec<String>) {
+    let mut dimensions = Vec::new();
+    let mut entities = alternatives(clause);
+    if let Some((_, after)) = clause.split_once(':') {
+        let items = split_items(after);
+        if items.len() >= 2 || (items.len() == 1 && is_short(&items[0])) {
+            dimensions.extend(items);
+        }
+        return (dimensions, entities);
+    }
+    if let Some((list, strong, compare)) = after_cue(clause) {
+        let (what, on) = if compare {
+            split_on(&list)
+        } else {
+            (None, list)
+        };
+        if let Some(what) = &what {
+            entities.extend(split_items(what).into_iter().filter(|e| is_short(e)));
+        }
+        let items = split_items(&on);
+        let named = items.iter().filter(|i| is_name(i)).count();
+        if compare && what.is_none() && named * 2 > items.len() {
+            // "Compare Kafka, RabbitMQ and SQS": the alternatives themselves.
+            entities.extend(items);
+        } else if items.len() >= 2 || (strong && items.len() == 1 && is_short(&items[0])) {
+            dimensions.extend(items.into_iter().filter(|i| is_short(i)));
+        }
+        return (dimensions, dedup(entities));
+    }
+    if let Some(list) = korean_list(clause) {
+        let items = split_items(&list);
+        if let Some((ents, dims)) = korean_of_split(&items) {
+            entities.extend(ents);
+            dimensions.extend(dims);
+        } else {
+            dimensions.extend(items.into_iter().filter(|i| is_short(i)));
+        }
+    }
+    (dimensions, dedup(entities))
+}
+
+fn dedup(items: Vec<String>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for i in items {
+        if !i.is_empty() && !out.iter().any(|o| o.eq_ignore_ascii_case(&i)) {
+            out.push(i);
+        }
+    }
+    out
+}
+
+/// The text after a cue word at the start of a clause or after a comma:
+/// (list, the cue is strong, the cue is "compare").
+fn after_cue(clause: &str) -> Option<(String, bool, bool)> {
+    let lower = clause.to_lowercase();
+    if lower.len() != clause.len() {
+        return None; // lowercasing changed byte offsets: no safe cut
+    }
+    let mut best: Option<(usize, usize, bool, bool)> = None;
+    for (cue, strong) in CUES {
+        let mut from = 0;
+        while let Some(at) = lower[from..].find(cue).map(|i| i + from) {
+            from = at + cue.len();
+            let before_ok = at == 0
+                || lower[..at].ends_with(' ')
+                    && (lower[..at].trim_end().is_empty()
+                        || lower[..at].trim_end().ends_with(',')
+                        || lower[..at]
+                            .split_whitespace()
+                            .last()
+                            .is_some_and(|w| matches!(w, "please" | "and" | "also" | "to")));
+            let after_ok = lower[from..].starts_with(' ');
+            if before_ok && after_ok && best.is_none_or(|(b, ..)| at < b) {
+                best = Some((at, from, *strong, cue.starts_with("compar")));
+            }
+        }
+    }
+    let (_, end, strong, compare) = best?;
+    Some((clause[end..].trim().to_owned(), strong, compare))
+}
+
+/// "Kafka and SQS on cost and latency" → (Some("Kafka and SQS"), "cost and latency").
+fn split_on(list: &str) -> (Option<String>, String) {
+    let lower = list.to_lowercase();
+    if lower.len() == list.len() {
+        for on in ON {
+            if let Some(at) = lower.find(on) {
+                return (
+                    Some(list[..at].to_owned()),
+                    list[at + on.len()..].to_owned(),
+                );
+            }
+        }
+    }
+    (None, list.to_owned())
+}
+
+/// Alternatives joined by "or", "vs" or "versus": "Kafka, RabbitMQ or SQS",
+/// "RAG or fine-tuning", Korean "A와 B 중".
+fn alternatives(clause: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for sep in [" or ", " vs. ", " vs ", " versus ", " 또는 "] {
+        let Some(at) = clause.find(sep) else { continue };
+        let before = &clause[..at];
+        let after = &clause[at + sep.len()..];
+        // Before: the comma-separated items ending right here; the first
+        // item is only its last word(s) ("move events to Kafka").
+        let mut items: Vec<String> = before.split(',').map(|s| s.trim().to_owned()).collect();
+        if let Some(first) = items.first_mut() {
+            *first = tail_words(first);
+        }
+        let last = head_words(after);
+        items.push(last);
+        out.extend(
+            items
+                .into_iter()
+                .map(|i| clean_item(&i))
+                .filter(|i| !i.is_empty()),
+        );
+    }
+    // "A, B, C 중에서": 중 as a word of its own, not 중심 or 중요.
+    let words: Vec<&str> = clause.split_whitespace().collect();
+    if let Some(at) = words
+        .iter()
+        .position(|w| *w == "중" || w.starts_with("중에"))
+    {
+        let items = split_items(&words[..at].join(" "));
+        if items.len() >= 2 {
+            out.extend(items);
+        }
+    }
+    dedup(out)
+}
+
+/// Words that end a noun phrase when reading forwards.
+const PHRASE_BREAKS: &[&str] = &[
+    "for", "to", "in", "on", "at", "with", "from", "by", "as", "when", "if", "because", "so",
+    "that", "which", "who", "instead", "than", "and", "or", "is", "are", "was", "should", "would",
+    "could", "will", "can", "do", "does",
+];
+
+/// The first words of `text` up to a preposition or verb ("SQS for order
+/// events" → "SQS"), at most three.
+fn head_words(text: &str) -> String {
+    text.split_whitespace()
+        .take_while(|w| !PHRASE_BREAKS.contains(&w.to_lowercase().as_str()))
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The last word(s) of `text` back to a preposition or verb ("Should we
+/// move events to Kafka" → "Kafka"), at most three.
+fn tail_words(text: &str) -> String {
+    let mut words: Vec<&str> = text
+        .split_whitespace()
+        .rev()
+        .take_while(|w| {
+            let l = w.to_lowercase();
+            !PHRASE_BREAKS.contains(&l.as_str())
+                && !matches!(
+                    l.as_str(),
+                    "use"
+                        | "adopt"
+                        | "choose"
+                        | "pick"
+                        | "move"
+                        | "we"
+                        | "our"
+                        | "team"
+                        | "between"
+                )
+        })
+        .take(3)
+        .collect();
+    words.reverse();
+    words.join(" ")
+}
+
+/// A Korean clause's list: the text before "을/를 <verb>" or before
+/// "측면에서", when it has at least two items.
+fn korean_list(clause: &str) -> Option<String> {
+    let words: Vec<&str> = clause.split_whitespace().collect();
+    for (i, w) in words.iter().enumerate().skip(1) {
+        let asks = KO_VERBS.iter().any(|v| w.starts_with(v));
+        let aspect = KO_ASPECTS.iter().any(|a| w.starts_with(a));
+        if !(asks || aspect) {
+            continue;
+        }
+        let list = words[..i].join(" ");
+        let list = list.trim_end_matches(['을', '를', '의']).to_owned();
+        let items = split_items(&list);
+        if items.len() >= 2 {
+            return Some(list);
+        }
+    }
+    None
+}
+
+/// "파인튜닝과 RAG의 월 운영 비용": alternatives, then the dimension after the
+/// last "의".
+fn korean_of_split(items: &[String]) -> Option<(Vec<String>, Vec<String>)> {
+    let last = items.last()?;
+    let (left, right) = last.rsplit_once("의 ")?;
+    let mut entities: Vec<String> = items[..items.len() - 1].to_vec();
+    entities.push(left.to_owned());
+    Some((
+        entities.into_iter().map(|e| clean_item(&e)).collect(),
+        vec![clean_item(right)],
+    ))
+}
+
+/// Splits a list at commas, "and", "or", "&", "as well as", 및, 그리고, and the
+/// Korean "와/과" at a word end; each item cleaned.
+fn split_items(list: &str) -> Vec<String> {
+    let mut parts = vec![list.to_owned()];
+    for sep in [
+        ",",
+        "、",
+        " and ",
+        " or ",
+        " & ",
+        " as well as ",
+        " 및 ",
+        " 그리고 ",
+        " 또는 ",
+    ] {
+        parts = parts
+            .iter()
+            .flat_map(|p| p.split(sep).map(str::to_owned).collect::<Vec<_>>())
+            .collect();
+    }
+    // "비용과 보안": a word-final 와/과 joins two items.
+    let parts: Vec<String> = parts
+        .into_iter()
+        .flat_map(|p| {
+            let mut out = Vec::new();
+            let mut current: Vec<&str> = Vec::new();
+            for w in p.split_whitespace() {
+                let joins = (w.ends_with('와') || w.ends_with('과')) && w.chars().count() >= 3;
+                if joins {
+                    let cut = w.char_indices().last().map_or(w.len(), |(i, _)| i);
+                    current.push(&w[..cut]);
+                    out.push(current.join(" "));
+                    current.clear();
+                } else {
+                    current.push(w);
+                }
+            }
+            if !current.is_empty() {
+                out.push(current.join(" "));
+            }
+            out
+        })
+        .collect();
+    let mut items: Vec<String> = parts
+        .iter()
+        .map(|p| clean_item(p))
+        .filter(|p| !p.is_empty())
+        .collect();
+    if let Some(first) = items.first_mut() {
+        *first = trim_korean_context(first);
+    }
+    items
+}
+
+/// Drops leading Korean context from a list's first item ("도입 시 생산성"
+/// → "생산성"): words up to one that ends a phrase (시, 때, 에서, 는, 은, …).
+fn trim_korean_context(item: &str) -> String {
+    let words: Vec<&str> = item.split_whitespace().collect();
+    let cut = words.iter().rposition(|w| {
+        w.chars().count() == 1 && w.chars().all(|c| ('\u{AC00}'..='\u{D7A3}').contains(&c))
+            || ["에서", "에는", "에서는", "때", "경우", "대해", "위해"]
+                .iter()
+                .any(|e| w.ends_with(e))
+    });
+    match cut {
+        Some(i) if i + 1 < words.len() => words[i + 1..].join(" "),
+        _ => item.to_owned(),
+    }
+}
+
+/// An item without list bullets, leading articles, trailing punctuation or
+/// a trailing Korean particle.
+fn clean_item(raw: &str) -> String {
+    let mut item = raw
+        .trim()
+        .trim_start_matches(['-', '*', '•', '·'])
+        .trim()
+        .trim_end_matches(|c: char| !c.is_alphanumeric() && c != ')')
+        .trim()
+        .to_owned();
+    loop {
+        let lower = item.to_lowercase();
+        let Some(lead) = LEADING.iter().find(|l| lower.starts_with(**l)) else {
+            break;
+        };
+        if lower.len() != item.len() {
+            break;
+        }
+        item = item[lead.len()..].trim().to_owned();
+    }
+    // Korean: the last word loses its particle (보안을 → 보안).
+    if let Some(last) = item.split_whitespace().last()
+        && last.chars().any(|c| ('\u{AC00}'..='\u{D7A3}').contains(&c))
+    {
+        let stripped = stem(last);
+        if stripped != last && !stripped.is_empty() {
+            let cut = item.len() - last.len();
+            item = format!("{}{stripped}", &item[..cut]);
+        }
+    }
+    item
+}
+
+/// Short enough to be a dimension or an entity.
+fn is_short(item: &str) -> bool {
+    let n = item.split_whitespace().count();
+    (1..=MAX_DIMENSION_WORDS).contains(&n)
+}
+
+/// Written like a name: capitalised or an acronym, in Latin script.
+fn is_name(item: &str) -> bool {
+    item.split_whitespace().all(|w| {
+        w.chars().next().is_some_and(|c| c.is_ascii_uppercase())
+            || w.chars().any(|c| c.is_ascii_uppercase()) && w.len() <= 6
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn asked(goal: &str) -> Asked {
+        Asked::from_parts(goal, &Constraints::default())
+    }
+
+    #[test]
+    fn a_cue_lists_the_dimensions() {
+        let a = asked(
+            "Should we move order events to Kafka, RabbitMQ or SQS? Consider cost, throughput and staff training.",
+        );
+        assert_eq!(a.dimensions, ["cost", "throughput", "staff training"]);
+        assert_eq!(a.entities, ["Kafka", "RabbitMQ", "SQS"]);
+    }
+
+    #[test]
+    fn compare_on_splits_entities_from_dimensions() {
+        let a = asked("Compare Kafka, RabbitMQ and SQS on cost, latency and vendor lock-in");
+        assert_eq!(a.dimensions, ["cost", "latency", "vendor lock-in"]);
+        assert_eq!(a.entities, ["Kafka", "RabbitMQ", "SQS"]);
+        let a = asked("Compare Kafka and SQS.");
+        assert!(a.dimensions.is_empty());
+        assert_eq!(a.entities, ["Kafka", "SQS"]);
+    }
+
+    #[test]
+    fn a_colon_list_and_a_single_strong_cue() {
+        assert_eq!(
+            asked("Brief the board on the new lights: cost, glare, maintenance").dimensions,
+            ["cost", "glare", "maintenance"]
+        );
+        assert_eq!(
+            asked("Should we adopt RAG? Focus on the cost.").dimensions,
+            ["cost"]
+        );
+    }
+
+    #[test]
+    fn no_list_no_dimensions() {
+        for goal in [
+            "Write a brief on the Q3 rollout of the RAG assistant.",
+            "What is the latency budget to first token, and what did the pilot measure at p95?",
+            "How many support agents will be laid off in 2025 because of the assistant?",
+        ] {
+            assert!(
+                asked(goal).dimensions.is_empty(),
+                "{goal}: {:?}",
+                asked(goal)
+            );
+        }
+        assert_eq!(
+            asked("Should support use RAG or fine-tuning?").entities,
+            ["RAG", "fine-tuning"]
+        );
+    }
+
+    #[test]
+    fn korean_lists_before_the_verb() {
+        let a =
+            asked("재택근무를 전사로 확대해야 하는가? 생산성, 비용, 보안, 직원 만족도를 검토하라.");
+        assert_eq!(a.dimensions, ["생산성", "비용", "보안", "직원 만족도"]);
+        let a = asked("원격근무 도입 시 생산성, 비용과 보안을 비교하라");
+        assert_eq!(a.dimensions, ["생산성", "비용", "보안"]);
+        let a = asked("비용과 보안 측면에서 두 방안을 평가하라");
+        assert_eq!(a.dimensions, ["비용", "보안"]);
+        let a = asked("원격근무를 확대해야 할까? 생산성과 보안, 채용을 중심으로 비교해 줘.");
+        assert_eq!(a.dimensions, ["생산성", "보안", "채용"]);
+        assert!(a.entities.is_empty(), "{:?}", a.entities);
+        let a = asked("자동화 설비, 인력 충원, 외주 중에서 무엇이 나은가? 비용과 안전을 검토하라.");
+        assert_eq!(a.entities, ["자동화 설비", "인력 충원", "외주"]);
+        assert_eq!(a.dimensions, ["비용", "안전"]);
+    }
+
+    #[test]
+    fn constraints_merge_with_the_goal() {
+        let c = Constraints {
+            required_sections: vec!["Risks".into()],
+            comparison_dimensions: vec!["cost".into(), "latency".into()],
+            ..Constraints::default()
+        };
+        let a = Asked::from_parts("Compare A and B. Consider costs and compliance.", &c);
+        assert_eq!(a.dimensions, ["Risks", "cost", "latency", "compliance"]);
+    }
+
+    #[test]
+    fn bullets_and_punctuation_are_not_part_of_a_name() {
+        let c = Constraints {
+            comparison_dimensions: vec!["- Latency".into(), "cost.".into()],
+            ..Constraints::default()
+        };
+        assert_eq!(Asked::from_parts("x y", &c).dimensions, ["Latency", "cost"]);
+    }
+}

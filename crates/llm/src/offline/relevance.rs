@@ -1,0 +1,476 @@
+//! Relevance you can defend: whether a sentence is *about* a sub-question.
+//!
+//! - Under a **dimension** ("cost", "staff training"), a sentence must name
+//!   the dimension: its words, or variants of them (whole-word stems, see
+//!   [`stepwise_tools::notes::stem`]), found in the sentence or in its note's
+//!   title, covering at least [`DIMENSION_SHARE`] of the dimension's weight
+//!   (rare words weigh more, by inverse document frequency), with at least
+//!   one of them in the sentence itself unless the title names the whole
+//!   dimension. "Training itself is cheap" (model training) is not about
+//!   "staff training"; "the audit trail" is not about "training" at all.
+//! - Under the **goal as a whole** (no dimension asked), a sentence with its
+//!   note's title must cover at least [`GOAL_SHARE`] of the goal's weight.
+//!   A question whose distinctive words the notes never use ("laid off")
+//!   finds nothing, whatever else it shares with them.
+//! - Either way the note must be **on topic**: it names one of the
+//!   alternatives compared, shares at least [`TOPIC_SHARE`] of the weight of
+//!   the goal's context words that the notes use at all, or belongs with the
+//!   rest of the corpus ([`COHESION_SHARE`]). An office-party note that mentions a cost is not
+//!   evidence on a broker's cost.
+//!
+//! The query a step searched for plays no part: a reformulated search is
+//! judged against the original question.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, OnceLock};
+
+use stepwise_tools::notes::Corpus;
+use stepwise_tools::notes::stem::{mentions, same_stem, stem, words};
+
+use super::asked::Asked;
+
+/// Share of a dimension's weight a sentence (with its note's title) must cover.
+pub(crate) const DIMENSION_SHARE: f64 = 0.7;
+/// Share of the goal's weight a sentence (with its note's title) must cover.
+pub(crate) const GOAL_SHARE: f64 = 0.5;
+/// Share of the goal's context weight an on-topic note covers (when it names
+/// none of the alternatives).
+pub(crate) const TOPIC_SHARE: f64 = 0.1;
+
+/// A note whose cohesion (see [`Lexicon::on_topic`]) is at least this share
+/// of the corpus median belongs with the other notes.
+pub(crate) const COHESION_SHARE: f64 = 0.75;
+
+/// Words that say what to do, not what about (stems are compared).
+const TASK_WORDS: &[&str] = &[
+    "about",
+    "advise",
+    "analyse",
+    "analyze",
+    "also",
+    "any",
+    "assess",
+    "because",
+    "better",
+    "brief",
+    "compare",
+    "comparison",
+    "consider",
+    "could",
+    "cover",
+    "create",
+    "decide",
+    "describe",
+    "detail",
+    "discuss",
+    "draft",
+    "each",
+    "evaluate",
+    "examine",
+    "explain",
+    "find",
+    "focus",
+    "give",
+    "identify",
+    "including",
+    "info",
+    "information",
+    "know",
+    "like",
+    "list",
+    "look",
+    "make",
+    "many",
+    "much",
+    "need",
+    "note",
+    "option",
+    "overview",
+    "please",
+    "prepare",
+    "produce",
+    "recommend",
+    "regarding",
+    "report",
+    "research",
+    "review",
+    "say",
+    "short",
+    "should",
+    "summarise",
+    "summarize",
+    "summary",
+    "tell",
+    "term",
+    "us",
+    "use",
+    "weigh",
+    "whether",
+    "would",
+    "write",
+];
+
+/// Korean words (stems, prefixes) that say what to do.
+const KO_TASK_PREFIXES: &[&str] = &[
+    "검토",
+    "비교",
+    "고려",
+    "평가",
+    "분석",
+    "정리",
+    "살펴",
+    "조사",
+    "확인",
+    "설명",
+    "해야",
+    "하는가",
+    "할지",
+    "여부",
+    "어떤",
+    "무엇",
+    "얼마",
+    "알려",
+    "작성",
+];
+
+/// Whether a stem is a task word rather than a topic.
+pub(crate) fn is_task_word(s: &str) -> bool {
+    TASK_WORDS.iter().any(|t| stem(t) == s) || KO_TASK_PREFIXES.iter().any(|p| s.starts_with(p))
+}
+
+/// The content stems of a text: [`words`] without task words.
+pub(crate) fn content(text: &str) -> Vec<String> {
+    words(text)
+        .into_iter()
+        .filter(|w| !is_task_word(w))
+        .collect()
+}
+
+/// What the corpus says about its own words, built once, lazily.
+#[derive(Debug)]
+pub struct Lexicon {
+    corpus: Arc<Corpus>,
+    built: OnceLock<Built>,
+}
+
+#[derive(Debug, Default)]
+struct Built {
+    notes: usize,
+    /// Stem → notes using it.
+    df: HashMap<String, usize>,
+    /// Note id → its stems (title and text).
+    note_words: HashMap<String, Vec<String>>,
+    /// Note id → its title's stems.
+    titles: HashMap<String, Vec<String>>,
+    /// Stem → search terms (as the search index tokenises them) that have it.
+    surface: BTreeMap<String, BTreeSet<String>>,
+    /// Note id → its cohesion: the weight of its words that other notes
+    /// use too, as a share of all its words' weight.
+    cohesion: HashMap<String, f64>,
+    /// The median cohesion of the corpus.
+    median_cohesion: f64,
+}
+
+impl Lexicon {
+    /// A lexicon over `corpus`.
+    pub fn new(corpus: Arc<Corpus>) -> Self {
+        Self {
+            corpus,
+            built: OnceLock::new(),
+        }
+    }
+
+    fn built(&self) -> &Built {
+        self.built.get_or_init(|| {
+            let mut b = Built {
+                notes: self.corpus.notes().len(),
+                ..Built::default()
+            };
+            for note in self.corpus.notes() {
+                let all = words(&format!("{}\n{}", note.title, note.text));
+                for w in &all {
+                    *b.df.entry(w.clone()).or_default() += 1;
+                }
+                b.note_words.insert(note.id.clone(), all);
+                b.titles.insert(note.id.clone(), words(&note.title));
+                for t in stepwise_tools::notes::tokenize(&format!("{}\n{}", note.title, note.text))
+                {
+                    if t.chars().all(|c| c.is_ascii_alphanumeric()) {
+                        b.surface.entry(stem(&t)).or_default().insert(t);
+                    }
+                }
+            }
+            let idf =
+                |df: usize| (1.0 + (b.notes as f64 - df as f64 + 0.5) / (df as f64 + 0.5)).ln();
+            let mut all: Vec<f64> = Vec::new();
+            for (id, ws) in &b.note_words {
+                let weight = |w: &String| idf(b.df.get(w).copied().unwrap_or(0));
+                let total: f64 = ws.iter().map(weight).sum();
+                let shared: f64 = ws
+                    .iter()
+                    .filter(|w| b.df.get(*w).copied().unwrap_or(0) >= 2)
+                    .map(weight)
+                    .sum();
+                let c = if total > 0.0 { shared / total } else { 0.0 };
+                b.cohesion.insert(id.clone(), c);
+                all.push(c);
+            }
+            all.sort_by(f64::total_cmp);
+            b.median_cohesion = all.get(all.len() / 2).copied().unwrap_or(0.0);
+            b
+        })
+    }
+
+    /// Inverse document frequency of a stem (BM25's, never negative); a
+    /// stem no note uses weighs the most.
+    pub(crate) fn idf(&self, term: &str) -> f64 {
+        let b = self.built();
+        let n = b.notes as f64;
+        let df = if term.chars().any(|c| ('\u{AC00}'..='\u{D7A3}').contains(&c)) {
+            b.note_words
+                .values()
+                .filter(|ws| mentions(ws, term))
+                .count()
+        } else {
+            b.df.get(term).copied().unwrap_or(0)
+        } as f64;
+        (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+    }
+
+    /// The stems of a note's title (empty for an unknown note).
+    pub(crate) fn title_words(&self, note_id: &str) -> &[String] {
+        self.built()
+            .titles
+            .get(note_id)
+            .map_or(&[][..], Vec::as_slice)
+    }
+
+    /// Whether any note uses `term` (a stem) or a variant of it.
+    pub(crate) fn knows(&self, term: &str) -> bool {
+        self.built()
+            .note_words
+            .values()
+            .any(|ws| mentions(ws, term))
+    }
+
+    /// Search terms in the notes that are variants of `term` (a stem),
+    /// at most `max`, the most frequent first.
+    pub(crate) fn surface_forms(&self, term: &str, max: usize) -> Vec<String> {
+        let b = self.built();
+        let mut forms: Vec<(usize, String)> = b
+            .surface
+            .iter()
+            .filter(|(s, _)| same_stem(s, term))
+            .flat_map(|(s, set)| {
+                let df = b.df.get(s).copied().unwrap_or(0);
+                set.iter().map(move |f| (df, f.clone()))
+            })
+            .collect();
+        forms.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+        forms.into_iter().map(|(_, f)| f).take(max).collect()
+    }
+
+    /// Share of `terms`' weight that `found` mentions.
+    fn share(&self, terms: &[String], found: &dyn Fn(&str) -> bool) -> f64 {
+        let total: f64 = terms.iter().map(|t| self.idf(t)).sum();
+        if total <= 0.0 {
+            return 0.0;
+        }
+        let covered: f64 = terms.iter().filter(|t| found(t)).map(|t| self.idf(t)).sum();
+        covered / total
+    }
+
+    /// Whether a note is on the goal's topic: it names an alternative the
+    /// goal compares, shares enough of the goal's context, or belongs with
+    /// the rest of the corpus — most of its words' weight is in words other
+    /// notes use too. A note on something else entirely (an office party in
+    /// a folder of broker notes) uses words no other note does.
+    pub(crate) fn on_topic(&self, topic: &Topic, note_id: &str) -> bool {
+        let Some(note) = self.built().note_words.get(note_id) else {
+            return false;
+        };
+        if topic
+            .entities
+            .iter()
+            .any(|e| !e.is_empty() && e.iter().all(|t| mentions(note, t)))
+        {
+            return true;
+        }
+        // Words no note uses say nothing about which notes are on topic.
+        let known: Vec<String> = topic
+            .context
+            .iter()
+            .filter(|t| self.knows(t))
+            .cloned()
+            .collect();
+        let b = self.built();
+        let cohesive =
+            b.cohesion.get(note_id).copied().unwrap_or(0.0) >= COHESION_SHARE * b.median_cohesion;
+        known.is_empty() || cohesive || self.share(&known, &|t| mentions(note, t)) >= TOPIC_SHARE
+    }
+}
+
+/// The goal's topic: what every cited note must be about.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Topic {
+    /// The alternatives compared, each as its stems.
+    pub(crate) entities: Vec<Vec<String>>,
+    /// The goal's other content stems (not dimensions, not task words).
+    pub(crate) context: Vec<String>,
+    /// The goal's content stems, all of them.
+    pub(crate) goal: Vec<String>,
+}
+
+impl Topic {
+    /// The topic of a goal and what it asks.
+    pub(crate) fn of(goal: &str, asked: &Asked) -> Self {
+        let dimension_words: Vec<String> = asked.dimensions.iter().flat_map(|d| words(d)).collect();
+        let goal_words = content(goal);
+        Topic {
+            entities: asked.entities.iter().map(|e| content(e)).collect(),
+            context: goal_words
+                .iter()
+                .filter(|w| !dimension_words.contains(w))
+                .cloned()
+                .collect(),
+            goal: goal_words,
+        }
+    }
+}
+
+/// Whether a sentence of note `note_id` is about `dimension`.
+pub(crate) fn about_dimension(
+    lexicon: &Lexicon,
+    dimension: &str,
+    sentence: &[String],
+    note_id: &str,
+) -> bool {
+    let terms = content(dimension);
+    let terms = if terms.is_empty() {
+        words(dimension)
+    } else {
+        terms
+    };
+    if terms.is_empty() {
+        return false;
+    }
+    let title = lexicon.title_words(note_id);
+    let title_names_it = terms.iter().all(|t| mentions(title, t));
+    let in_sentence = terms.iter().any(|t| mentions(sentence, t));
+    (in_sentence || title_names_it)
+        && lexicon.share(&terms, &|t| mentions(sentence, t) || mentions(title, t))
+            >= DIMENSION_SHARE
+}
+
+/// Whether a sentence of note `note_id` answers the goal as a whole.
+pub(crate) fn about_goal(
+    lexicon: &Lexicon,
+    topic: &Topic,
+    sentence: &[String],
+    note_id: &str,
+) -> bool {
+    if topic.goal.is_empty() || !topic.goal.iter().any(|t| mentions(sentence, t)) {
+        return false;
+    }
+    let title = lexicon.title_words(note_id);
+    lexicon.share(&topic.goal, &|t| {
+        mentions(sentence, t) || mentions(title, t)
+    }) >= GOAL_SHARE
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use stepwise_tools::notes::Note;
+
+    use super::*;
+
+    fn lexicon() -> Lexicon {
+        Lexicon::new(Arc::new(
+            Corpus::from_notes([
+                Note::new(
+                    "audit",
+                    "Compliance notes",
+                    "Kafka keeps an audit trail for seven years.",
+                ),
+                Note::new(
+                    "train",
+                    "Staff training plan",
+                    "Engineers spend two days on the Kafka course.",
+                ),
+                Note::new(
+                    "model",
+                    "Model training",
+                    "Training itself is cheap for Kafka consumers.",
+                ),
+                Note::new("party", "Office party", "The party cost $300 for catering."),
+                Note::new(
+                    "cost",
+                    "Broker cost",
+                    "SQS costs $40 a month; Kafka costs $900 a month.",
+                ),
+                Note::new(
+                    "load",
+                    "Broker load test",
+                    "Kafka brokers held 40,000 messages a second; SQS queues held 9,000 messages a second.",
+                ),
+                Note::new(
+                    "ops",
+                    "Broker operations",
+                    "Kafka brokers need partition work every month; SQS queues need alarms and engineers.",
+                ),
+            ])
+            .unwrap(),
+        ))
+    }
+
+    #[test]
+    fn a_dimension_needs_its_own_words() {
+        let lx = lexicon();
+        let about = |d: &str, s: &str, id: &str| about_dimension(&lx, d, &words(s), id);
+        assert!(!about(
+            "staff training",
+            "Kafka keeps an audit trail for seven years.",
+            "audit"
+        ));
+        assert!(!about(
+            "staff training",
+            "Training itself is cheap for Kafka consumers.",
+            "model"
+        ));
+        // The title names the dimension.
+        assert!(about(
+            "staff training",
+            "Engineers spend two days on the Kafka course.",
+            "train"
+        ));
+        assert!(about(
+            "cost",
+            "SQS costs $40 a month; Kafka costs $900 a month.",
+            "cost"
+        ));
+    }
+
+    #[test]
+    fn off_topic_notes_and_nonsense_find_nothing() {
+        let lx = lexicon();
+        let asked = Asked {
+            dimensions: vec!["cost".into()],
+            entities: vec!["Kafka".into(), "SQS".into()],
+        };
+        let topic = Topic::of("Kafka or SQS? Consider cost.", &asked);
+        assert!(lx.on_topic(&topic, "cost"));
+        assert!(!lx.on_topic(&topic, "party"));
+        let nonsense = Topic::of(
+            "How many engineers will be laid off in 2025?",
+            &Asked::default(),
+        );
+        assert!(!about_goal(
+            &lx,
+            &nonsense,
+            &words("Engineers spend two days on the Kafka course."),
+            "train"
+        ));
+    }
+}
