@@ -164,6 +164,9 @@ fn reject_run(args: &RejectArgs, flag: Option<&PathBuf>) -> anyhow::Result<ExitC
         kinds.push(EventKind::NeedsReview {
             reason: format!("{by} rejected {}: {reason}", what.join(", ")),
             usage: stepwise_core::Usage::default(),
+            // No roles here to write one; `stepwise resume` asks again.
+            brief: None,
+            ask_again: false,
         });
         Ok(kinds)
     })?;

@@ -294,7 +294,10 @@ impl Task {
                 read_constraints(&path.display().to_string())?
             }
             Some(value @ Value::Object(_)) => {
-                serde_json::from_value(value).context("invalid constraints")?
+                let constraints: Constraints =
+                    serde_json::from_value(value).context("invalid constraints")?;
+                crate::input::check_keys("`constraints`", &constraints)?;
+                constraints
             }
             Some(_) => {
                 return Err(anyhow!(
@@ -380,6 +383,8 @@ pub(crate) fn role_calls(state: &RunState) -> u64 {
             | EventKind::StepAdded { .. }
             | EventKind::StepSummarized { .. } => true,
             EventKind::StrategyChosen { strategy, .. } => strategy == "router",
+            // A partial brief was written by the synthesizer (or is the actor's answer).
+            EventKind::NeedsReview { brief, .. } => brief.is_some(),
             _ => false,
         })
         .count();

@@ -113,8 +113,9 @@ pub(crate) struct RunArgs {
     pub(crate) notes: PathBuf,
 
     /// Constraints (audience, length, required_sections,
-    /// comparison_dimensions, allowed_tools, max_steps, max_replans): a JSON
-    /// file, or inline JSON starting with `{`.
+    /// comparison_dimensions, allowed_tools, forbid_side_effects, deadline,
+    /// max_steps, max_replans, token_budget): a JSON file, or inline JSON
+    /// starting with `{`. Other keys are refused.
     #[arg(long, value_name = "FILE_OR_JSON")]
     pub(crate) constraints: Option<String>,
 
@@ -152,9 +153,16 @@ pub(crate) struct RunArgs {
     #[arg(long, value_name = "DIR")]
     pub(crate) workspace: Option<PathBuf>,
 
-    /// Run this plan (a plan file, see `stepwise plan schema`) instead of planning.
+    /// Run this plan (a plan file, see `stepwise plan schema`) instead of
+    /// planning. It is used as written: an invalid plan stops for review
+    /// (exit 3) with every problem and its fix, unless --repair is given.
     #[arg(long, value_name = "FILE")]
     pub(crate) plan: Option<PathBuf>,
+
+    /// Let stepwise repair an invalid --plan (removing or changing steps)
+    /// instead of stopping; the output says what the repair changed.
+    #[arg(long, requires = "plan")]
+    pub(crate) repair: bool,
 
     /// The model behind the roles: `offline` (default; no model),
     /// `openai:MODEL`, `anthropic:MODEL`, `ollama:MODEL` or `script:FILE`.

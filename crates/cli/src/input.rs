@@ -91,7 +91,68 @@ pub(crate) fn read_constraints(arg: &str) -> anyhow::Result<Constraints> {
     if !value.is_object() {
         bail!("{name} must be a JSON object of constraints");
     }
-    serde_json::from_value(value).with_context(|| format!("{name} has invalid constraints"))
+    let constraints: Constraints =
+        serde_json::from_value(value).with_context(|| format!("{name} has invalid constraints"))?;
+    check_keys(&name, &constraints)?;
+    Ok(constraints)
+}
+
+/// Refuses constraint keys stepwise does not know: a misspelt one would
+/// otherwise be ignored without a word. Names each, a close match if there
+/// is one, and the valid keys.
+pub(crate) fn check_keys(name: &str, constraints: &Constraints) -> anyhow::Result<()> {
+    if constraints.extra.is_empty() {
+        return Ok(());
+    }
+    let mut keys: Vec<&String> = constraints.extra.keys().collect();
+    keys.sort();
+    let unknown: Vec<String> = keys
+        .into_iter()
+        .map(|key| match closest(key, &Constraints::KEYS) {
+            Some(close) => format!("`{key}` (did you mean `{close}`?)"),
+            None => format!("`{key}`"),
+        })
+        .collect();
+    let valid: Vec<String> = Constraints::KEYS.iter().map(|k| format!("`{k}`")).collect();
+    bail!(
+        "{name} has unknown constraint key{} {}; expected one of {}",
+        if unknown.len() == 1 { "" } else { "s" },
+        unknown.join(", "),
+        valid.join(", ")
+    )
+}
+
+/// The candidate nearest to `word` in edits, if it is near enough to be a
+/// slip (at most a third of the word's length, and at least 1).
+pub(crate) fn closest<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
+    let word = word.to_lowercase();
+    let limit = (word.chars().count() / 3).max(1);
+    candidates
+        .iter()
+        .map(|c| (edits(&word, c), *c))
+        .filter(|(d, _)| *d <= limit)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
+/// Levenshtein distance, over characters.
+fn edits(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = if ca == *cb {
+                diagonal
+            } else {
+                1 + diagonal.min(above).min(row[j])
+            };
+            diagonal = above;
+        }
+    }
+    row[b.len()]
 }
 
 #[cfg(test)]
@@ -126,6 +187,31 @@ mod tests {
     fn os_error_codes_are_dropped() {
         let e = io::Error::from_raw_os_error(2);
         assert!(!io_message(&e).contains("os error"), "{}", io_message(&e));
+    }
+
+    #[test]
+    fn unknown_constraint_keys_are_refused_with_a_close_match() {
+        let err = read_constraints(r#"{"comparision_dimensions": ["cost"]}"#).unwrap_err();
+        let text = format!("{err:#}");
+        assert!(
+            text.starts_with("--constraints has unknown constraint key `comparision_dimensions` (did you mean `comparison_dimensions`?); expected one of `audience`"),
+            "{text}"
+        );
+        let err = read_constraints(r#"{"tone": "dry", "max_step": 3}"#).unwrap_err();
+        let text = format!("{err:#}");
+        assert!(
+            text.contains("keys `max_step` (did you mean `max_steps`?), `tone`;"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn close_matches_are_slips_only() {
+        assert_eq!(closest("lenght", &Constraints::KEYS), Some("length"));
+        assert_eq!(closest("AUDIENCE", &Constraints::KEYS), Some("audience"));
+        assert_eq!(closest("tone", &Constraints::KEYS), None);
+        assert_eq!(edits("kitten", "sitting"), 3);
+        assert_eq!(edits("", "ab"), 2);
     }
 
     #[test]

@@ -17,6 +17,7 @@ mod output;
 mod plan_cmd;
 mod progress;
 mod replay_cmd;
+mod review;
 mod run_cmd;
 mod runs_cmd;
 mod session;

@@ -10,8 +10,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::anyhow;
-use stepwise_core::engine::ResumeOptions;
-use stepwise_core::{RunId, RunStatus};
+use serde_json::Value;
+use stepwise_core::engine::{ResumeOptions, what_changed};
+use stepwise_core::{Constraints, RunId, RunState, RunStatus};
 
 use crate::cli::{ResumeArgs, RunArgs};
 use crate::db;
@@ -63,7 +64,7 @@ pub(crate) fn run(args: &RunArgs, db_flag: Option<&PathBuf>) -> anyhow::Result<E
     }
     // Fail on a bad model spec or a missing key before anything is recorded.
     config.model(&model, &cwd)?;
-    let host = Host {
+    let mut host = Host {
         model,
         prompts: args.prompts.as_ref().map(absolute).transpose()?,
         notes: absolute(&args.notes)?,
@@ -71,10 +72,13 @@ pub(crate) fn run(args: &RunArgs, db_flag: Option<&PathBuf>) -> anyhow::Result<E
         concurrency: args.concurrency,
         plan,
         review: args.review,
+        repair: args.repair,
+        notes_fingerprint: None,
         strategy: args.strategy.clone(),
     };
+    check_allowed_tools(&constraints, &host)?;
     // Check the notes before creating anything in the database.
-    session::load_corpus(&host.notes, true)?;
+    host.notes_fingerprint = Some(session::load_notes(&host.notes, true)?.fingerprint());
     let store = db::open(db_flag)?;
     let run_id = args.run_id.clone().map_or_else(RunId::generate, RunId);
     let host_json = serde_json::to_value(&host)?;
@@ -91,9 +95,60 @@ pub(crate) fn run(args: &RunArgs, db_flag: Option<&PathBuf>) -> anyhow::Result<E
     session::finish(&state, &args.output)
 }
 
+/// `allowed_tools` may name only tools the run can call: an unknown name
+/// would otherwise leave the planner with nothing to use, unexplained.
+fn check_allowed_tools(constraints: &Constraints, host: &Host) -> anyhow::Result<()> {
+    let Some(allowed) = &constraints.allowed_tools else {
+        return Ok(());
+    };
+    let available = session::available_tools(host);
+    let problems: Vec<String> = allowed
+        .iter()
+        .filter(|tool| !available.contains(tool))
+        .map(|tool| match session::needs(tool, host) {
+            Some(flag) => format!("{tool} needs {flag}"),
+            None => format!("there is no tool named {tool:?}"),
+        })
+        .collect();
+    if problems.is_empty() {
+        return Ok(());
+    }
+    Err(usage(anyhow!(
+        "allowed_tools names tools the run cannot use: {}; the available tools are {}",
+        problems.join("; "),
+        available.join(", ")
+    )))
+}
+
+/// What changed outside the log since a run stopped for review (its notes),
+/// and the settings to record if it goes on.
+fn host_changes(state: &RunState, host: &Host) -> anyhow::Result<(Vec<String>, Value)> {
+    let loaded = session::load_notes(&host.notes, true)?;
+    let now = loaded.fingerprint();
+    let mut changed = Vec::new();
+    // A run recorded without a fingerprint cannot tell: only a known
+    // difference counts as a change.
+    if host
+        .notes_fingerprint
+        .as_ref()
+        .is_some_and(|was| *was != now)
+    {
+        changed.push(format!(
+            "the notes in {} changed ({} notes now)",
+            host.notes.display(),
+            loaded.corpus.len()
+        ));
+    }
+    let mut value = state.host.clone();
+    if let Value::Object(map) = &mut value {
+        map.insert("notes_fingerprint".to_owned(), Value::String(now));
+    }
+    Ok((changed, value))
+}
+
 pub(crate) fn resume(args: &ResumeArgs, db_flag: Option<&PathBuf>) -> anyhow::Result<ExitCode> {
     let store = db::open(db_flag)?;
-    let state = db::block_on(async {
+    let resumed = db::block_on(async {
         let state = db::load(&store, &args.run).await?;
         if matches!(
             state.status,
@@ -106,21 +161,33 @@ pub(crate) fn resume(args: &ResumeArgs, db_flag: Option<&PathBuf>) -> anyhow::Re
             ));
         }
         let host = Host::of(&state)?;
-        let session =
-            Session::open(store, &state.run_id, &host, args.approve, args.output.quiet).await?;
-        // Load again under the lease: the log may have grown since.
-        let state = db::load(&session.store, &args.run).await?;
+        let (changed, new_host) = host_changes(&state, &host)?;
         let options = ResumeOptions {
             by: db::person(),
             max_replans: args.max_replans,
             max_steps: args.max_steps,
+            changed,
+            host: new_host,
         };
+        if state.status == RunStatus::NeedsReview && what_changed(&state, &options).is_empty() {
+            // Resumed unchanged it would only repeat itself: record nothing.
+            let hint = crate::review::unchanged_hint(&state, Some(&host));
+            return Ok(Err((state, hint)));
+        }
+        let session =
+            Session::open(store, &state.run_id, &host, args.approve, args.output.quiet).await?;
+        // Load again under the lease: the log may have grown since.
+        let state = db::load(&session.store, &args.run).await?;
         let so_far = state.clone();
         session
             .drive(args.output.quiet, Some(so_far), |engine| async move {
                 engine.resume(state, options).await
             })
             .await
+            .map(Ok)
     })??;
-    session::finish(&state, &args.output)
+    match resumed {
+        Ok(state) => session::finish(&state, &args.output),
+        Err((state, hint)) => session::finish_with(&state, &args.output, Some(&hint)),
+    }
 }

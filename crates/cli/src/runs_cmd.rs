@@ -446,7 +446,7 @@ fn next_command(state: &RunState) -> Option<String> {
             "next: stepwise resume {run}   (everything it waited for is approved)"
         )),
         RunStatus::NeedsReview => Some(format!(
-            "next: stepwise resume {run}   (once the cause is dealt with; --max-replans N or --max-steps N raise the bounds)"
+            "next: stepwise resume {run}   (once something changed: --max-replans N or --max-steps N raise the bounds, or change the notes; resumed unchanged it stays needs_review)"
         )),
         RunStatus::Running => Some(format!(
             "if no process is working on it any more (it crashed or was killed): stepwise resume {run}"
@@ -693,7 +693,14 @@ fn event_detail(kind: &EventKind) -> String {
             }
             text
         }
-        EventKind::NeedsReview { reason, .. } => reason.clone(),
+        EventKind::NeedsReview { reason, brief, .. } => match brief {
+            Some(brief) => format!(
+                "{reason} (partial brief of {} chars, {} cited)",
+                brief.report.chars().count(),
+                output::plural(brief.evidence.len(), "source")
+            ),
+            None => reason.clone(),
+        },
         EventKind::RunFailed { error, .. } => error.clone(),
         EventKind::PlanReviewRequested { version } => format!("version {version}"),
         EventKind::ApprovalRequested {
@@ -723,6 +730,8 @@ fn event_detail(kind: &EventKind) -> String {
             by,
             max_replans,
             max_steps,
+            changed,
+            ..
         } => {
             let mut text = format!("by {by}");
             if let Some(n) = max_replans {
@@ -730,6 +739,9 @@ fn event_detail(kind: &EventKind) -> String {
             }
             if let Some(n) = max_steps {
                 text.push_str(&format!(", max_steps {n}"));
+            }
+            if !changed.is_empty() {
+                text.push_str(&format!("; changed: {}", changed.join("; ")));
             }
             text
         }

@@ -25,7 +25,7 @@ use stepwise_core::{
 use stepwise_llm::call::CallPolicy;
 use stepwise_llm::roles::{Prompts, llm_roles};
 use stepwise_store::SqliteStore;
-use stepwise_tools::notes::Corpus;
+use stepwise_tools::notes::{Corpus, LoadedCorpus};
 
 use crate::cli::{ApproveMode, OutputArgs};
 use crate::config::{Config, Price};
@@ -58,6 +58,14 @@ pub(crate) struct Host {
     /// Whether the plan is reviewed before it runs.
     #[serde(default)]
     pub(crate) review: bool,
+    /// Whether an invalid --plan may be repaired (--repair); without it an
+    /// invalid plan stops for review, unchanged.
+    #[serde(default)]
+    pub(crate) repair: bool,
+    /// A fingerprint of the notes' content when the run started (or last
+    /// resumed), so a resume can tell whether they changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) notes_fingerprint: Option<String>,
     /// The model behind the roles (`offline`, `openai:…`, `script:/abs/file`, …).
     #[serde(default = "offline")]
     pub(crate) model: String,
@@ -258,6 +266,11 @@ fn slowed(tools: ToolRegistry) -> ToolRegistry {
 
 /// Loads the corpus, reporting skipped files on stderr.
 pub(crate) fn load_corpus(dir: &Path, quiet: bool) -> anyhow::Result<Corpus> {
+    load_notes(dir, quiet).map(|loaded| loaded.corpus)
+}
+
+/// Loads the corpus with what was skipped, reporting skipped files on stderr.
+pub(crate) fn load_notes(dir: &Path, quiet: bool) -> anyhow::Result<LoadedCorpus> {
     let loaded = Corpus::load(dir).map_err(|e| anyhow::Error::new(UsageError(anyhow!(e))))?;
     if !quiet {
         for skipped in &loaded.skipped {
@@ -268,7 +281,24 @@ pub(crate) fn load_corpus(dir: &Path, quiet: bool) -> anyhow::Result<Corpus> {
             ));
         }
     }
-    Ok(loaded.corpus)
+    Ok(loaded)
+}
+
+/// The tools a run with these settings can call, by name.
+pub(crate) fn available_tools(host: &Host) -> Vec<String> {
+    crate::tools_cmd::builtin_specs()
+        .into_iter()
+        .map(|s| s.name)
+        .filter(|name| needs(name, host).is_none())
+        .collect()
+}
+
+/// The flag a built-in tool needs and these settings lack, if any
+/// (`write_file` is off without `--workspace DIR`).
+pub(crate) fn needs(tool: &str, host: &Host) -> Option<&'static str> {
+    (tool == <stepwise_tools::WriteFile as stepwise_core::tool::Tool>::NAME
+        && host.workspace.is_none())
+    .then_some("--workspace DIR")
 }
 
 /// A run being worked on: the engine and what it writes to.
@@ -363,6 +393,8 @@ impl Session {
         let (tx, events) = tokio::sync::mpsc::unbounded_channel();
         let config = RunConfig {
             concurrency: host.concurrency,
+            // A person's own plan is never altered without their say.
+            repair_first_draft: host.plan.is_none() || host.repair,
             ..RunConfig::default()
         };
         let engine = Engine::new(roles, tools, config)
@@ -444,6 +476,15 @@ fn cost(state: &RunState) -> Option<(String, f64)> {
 
 /// Prints the run's output and maps its status to the exit code.
 pub(crate) fn finish(state: &RunState, out: &OutputArgs) -> anyhow::Result<ExitCode> {
+    finish_with(state, out, None)
+}
+
+/// [`finish`], with `hint` instead of the usual note on what to do next.
+pub(crate) fn finish_with(
+    state: &RunState,
+    out: &OutputArgs,
+    hint: Option<&str>,
+) -> anyhow::Result<ExitCode> {
     let cost = cost(state);
     let text = if out.json {
         let mut value =
@@ -468,6 +509,16 @@ pub(crate) fn finish(state: &RunState, out: &OutputArgs) -> anyhow::Result<ExitC
             u.llm_calls, u.input_tokens, u.output_tokens
         ));
     }
+    if !out.quiet {
+        let host = Host::of(state).ok();
+        let repaired = crate::review::repairs(state, host.as_ref());
+        if !repaired.is_empty() {
+            output::note(&format!(
+                "--repair changed your plan: {}",
+                repaired.join("; ")
+            ));
+        }
+    }
     match &out.out {
         Some(path) => {
             std::fs::write(path, &text)
@@ -483,8 +534,13 @@ pub(crate) fn finish(state: &RunState, out: &OutputArgs) -> anyhow::Result<ExitC
         RunStatus::Ok => ExitCode::SUCCESS,
         RunStatus::NeedsReview => {
             if !out.quiet {
-                output::note(&format!(
-                    "run {run} needs review; see `stepwise show {run}`, then `stepwise resume {run}`"
+                output::note(&hint.map_or_else(
+                    || {
+                        format!(
+                            "run {run} needs review; see `stepwise show {run}`, then, once something changed (--max-replans, --max-steps, the notes), `stepwise resume {run}`"
+                        )
+                    },
+                    str::to_owned,
                 ));
             }
             ExitCode::from(NEEDS_REVIEW)
@@ -507,10 +563,25 @@ pub(crate) fn finish(state: &RunState, out: &OutputArgs) -> anyhow::Result<ExitC
     })
 }
 
-/// The Markdown for stdout: the report when the run is `ok`; otherwise a
-/// summary of why it stopped, what ran and which gaps are open — never a
-/// report it did not earn.
+/// The Markdown for stdout: the report when the run is `ok`; when it needs
+/// review, why, then its partial brief (what it found, cited, with its
+/// gaps) and its plan problems with their fixes; otherwise a summary of why
+/// it stopped, what ran and which gaps are open — never a report it did not
+/// earn. A plan the user gave and `--repair` changed says how.
 pub(crate) fn markdown(state: &RunState) -> String {
+    let host = Host::of(state).ok();
+    let mut text = body(state, host.as_ref());
+    let repaired = crate::review::repairs(state, host.as_ref());
+    if !repaired.is_empty() {
+        text.push_str("\n## Your plan, as repaired (--repair)\n\n");
+        for change in repaired {
+            text.push_str(&format!("- {change}\n"));
+        }
+    }
+    text
+}
+
+fn body(state: &RunState, host: Option<&Host>) -> String {
     if let (RunStatus::Ok, Some(report)) = (state.status, &state.final_report) {
         let mut text = report.clone();
         if !text.ends_with('\n') {
@@ -533,6 +604,24 @@ pub(crate) fn markdown(state: &RunState) -> String {
     if let Some(reason) = &state.blocked_reason {
         text.push_str(&format!("**Why:** {reason}\n"));
     }
+    let brief = state
+        .final_report
+        .as_deref()
+        .filter(|_| state.status == RunStatus::NeedsReview);
+    if let Some(brief) = brief {
+        // The brief's own title is the goal, already in the heading.
+        let mut lines = brief.lines().peekable();
+        while lines.peek().is_some_and(|l| l.trim().is_empty()) {
+            lines.next();
+        }
+        if lines.peek().is_some_and(|l| l.starts_with("# ")) {
+            lines.next();
+        }
+        let rest: Vec<&str> = lines.collect();
+        text.push_str("\n_Partial brief: what the run found before it stopped._\n\n");
+        text.push_str(rest.join("\n").trim());
+        text.push('\n');
+    }
     if !state.pending_approvals.is_empty() || state.pending_review.is_some() {
         text.push_str("\n## Waiting for approval\n\n");
         if let Some(v) = state.pending_review {
@@ -547,7 +636,7 @@ pub(crate) fn markdown(state: &RunState) -> String {
             state.run_id
         ));
     }
-    if !state.plan.steps.is_empty() {
+    if brief.is_none() && !state.plan.steps.is_empty() {
         text.push_str(&format!("\n## Plan (version {})\n\n", state.plan.version));
         for s in &state.plan.steps {
             let mark = if s.status == StepStatus::Succeeded {
@@ -564,15 +653,23 @@ pub(crate) fn markdown(state: &RunState) -> String {
     if !state.plan_errors.is_empty() {
         text.push_str("\n## Plan problems\n\n");
         for d in &state.plan_errors {
-            text.push_str(&format!("- {d}\n"));
+            let fix = crate::review::fix(d, state, host);
+            text.push_str(&format!("- {d}\n  fix: {fix}\n"));
+        }
+        if host.is_some_and(|h| h.plan.is_some() && !h.repair) {
+            text.push_str(
+                "\nYour plan (--plan) was not changed. Fix it and run again, or add --repair to let stepwise repair it (the output then says what it changed).\n",
+            );
         }
     }
-    text.push_str("\n## Unresolved gaps\n\n");
-    if state.knowledge_gaps.is_empty() {
-        text.push_str("None recorded.\n");
-    } else {
-        for gap in &state.knowledge_gaps {
-            text.push_str(&format!("- {gap}\n"));
+    if brief.is_none() {
+        text.push_str("\n## Unresolved gaps\n\n");
+        if state.knowledge_gaps.is_empty() {
+            text.push_str("None recorded.\n");
+        } else {
+            for gap in &state.knowledge_gaps {
+                text.push_str(&format!("- {gap}\n"));
+            }
         }
     }
     text

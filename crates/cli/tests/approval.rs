@@ -211,8 +211,10 @@ fn a_react_write_waits_for_approve_then_resume_writes_once() {
     let script = json!([
         {"purpose": "actor", "json": {"action": "call", "thought": "save a note",
             "tool": "write_file", "args": {"path": "note.md", "content": "budget: 1.5 s"}}},
+        // The answer cites the write's own result (a report citing nothing is never ok).
         {"purpose": "actor", "json": {"action": "answer",
-            "report": {"text": "Saved note.md.", "evidence": []}, "gaps": []}}
+            "report": {"text": "Saved note.md. [call-1]", "evidence": [
+                {"source_id": "call-1", "step": "call-1", "quote": "note.md"}]}, "gaps": []}}
     ]);
     std::fs::write(dir.0.join("script.json"), script.to_string()).unwrap();
     let script_arg = format!("script:{}", dir.0.join("script.json").display());

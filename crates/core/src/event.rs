@@ -91,6 +91,21 @@ pub struct RejectedEvidence {
     pub reason: String,
 }
 
+/// The report a run that stopped for review still returns: the synthesizer's
+/// text over what succeeded, the evidence it cites that the runtime vetted,
+/// and the evidence refused.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Brief {
+    /// The report (Markdown), naming every open gap.
+    pub report: String,
+    /// Evidence accepted: cited results that exist.
+    #[serde(default)]
+    pub evidence: Vec<Evidence>,
+    /// Evidence refused.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rejected_evidence: Vec<RejectedEvidence>,
+}
+
 /// What happened, with its data. `kind` in JSON.
 ///
 /// Large payloads that occur once or rarely per run (the constraints, the
@@ -315,7 +330,8 @@ pub enum EventKind {
         /// What the call cost.
         usage: Usage,
     },
-    /// synthesize_report wrote the final report; the run is `ok`.
+    /// synthesize_report wrote the final report, citing vetted evidence; the
+    /// run is `ok`. (A report that cites none ends in `needs_review` instead.)
     Synthesized {
         /// The report (Markdown).
         report: String,
@@ -331,9 +347,20 @@ pub enum EventKind {
         /// Why it could not go on.
         reason: String,
         /// The cost of an unusable answer that stopped it (a verifier's or an
-        /// actor's, after its repair round-trip), so the run's total counts it.
+        /// actor's, after its repair round-trip) and of writing the partial
+        /// brief, so the run's total counts them.
         #[serde(default, skip_serializing_if = "Usage::is_zero")]
         usage: Usage,
+        /// The partial brief: what the run found before it stopped, with its
+        /// vetted citations and its gaps (absent when nothing succeeded, and
+        /// in logs written before partial briefs existed).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        brief: Option<Box<Brief>>,
+        /// The stop was an unusable model answer: a resume asks the role
+        /// again even with nothing else changed (a new request may succeed).
+        /// Any other stop is kept by a resume that changes nothing.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        ask_again: bool,
     },
     /// The run could not go on because of an error (a role failed).
     RunFailed {
@@ -401,6 +428,14 @@ pub enum EventKind {
         max_replans: Option<u32>,
         /// New step bound, if raised.
         max_steps: Option<usize>,
+        /// What changed outside the log since the run stopped (e.g. its
+        /// sources), as the resuming program saw it.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        changed: Vec<String>,
+        /// New settings of the program (replacing `run_started.host`), e.g. a
+        /// new fingerprint of the notes it read; null keeps the old ones.
+        #[serde(default, skip_serializing_if = "Value::is_null")]
+        host: Value,
     },
     /// A person cancelled the run.
     RunCancelled {

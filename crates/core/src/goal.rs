@@ -58,6 +58,24 @@ pub struct Constraints {
     pub extra: serde_json::Map<String, serde_json::Value>,
 }
 
+impl Constraints {
+    /// The keys a constraints document may use; any other key lands in
+    /// [`extra`](Self::extra) (a caller that wants no surprises, like the
+    /// CLI, refuses those, since a misspelt key would otherwise be ignored).
+    pub const KEYS: [&'static str; 10] = [
+        "audience",
+        "length",
+        "required_sections",
+        "comparison_dimensions",
+        "allowed_tools",
+        "forbid_side_effects",
+        "deadline",
+        "max_steps",
+        "max_replans",
+        "token_budget",
+    ];
+}
+
 /// Why an input was refused before planning.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum InputError {
@@ -116,6 +134,45 @@ mod tests {
             Err(InputError::Meaningless(_))
         ));
         assert!(Goal::prepare("시장 동향", Constraints::default()).is_ok());
+    }
+
+    #[test]
+    fn keys_are_every_field() {
+        let all = Constraints {
+            audience: Some("a".into()),
+            length: Some("l".into()),
+            required_sections: vec!["s".into()],
+            comparison_dimensions: vec!["d".into()],
+            allowed_tools: Some(vec![]),
+            forbid_side_effects: true,
+            deadline: Some("d".into()),
+            max_steps: Some(1),
+            max_replans: Some(1),
+            token_budget: Some(1),
+            extra: serde_json::Map::new(),
+        };
+        let value = serde_json::to_value(&all).unwrap();
+        let mut keys: Vec<&str> = value
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        let mut expected = Constraints::KEYS.to_vec();
+        keys.sort_unstable();
+        expected.sort_unstable();
+        assert_eq!(keys, expected);
+    }
+
+    #[test]
+    fn sections_and_dimensions_are_both_kept() {
+        let c: Constraints = serde_json::from_str(
+            r#"{"required_sections":["Risks"],"comparison_dimensions":["cost","latency"]}"#,
+        )
+        .unwrap();
+        let goal = Goal::prepare("Compare them", c).unwrap();
+        assert_eq!(goal.constraints.required_sections, ["Risks"]);
+        assert_eq!(goal.constraints.comparison_dimensions, ["cost", "latency"]);
     }
 
     #[test]

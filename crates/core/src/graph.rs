@@ -32,6 +32,7 @@
 //!     verify -->|unusable verdict| mark_needs_review
 //!     act -->|unusable action| mark_needs_review
 //!     act -->|side-effect call without approval| await_approval
+//!     synthesize_report -->|the report cites no evidence| mark_needs_review
 //! ```
 //!
 //! `verify` and `act` belong to other strategies on the same skeleton
@@ -110,7 +111,7 @@ impl fmt::Display for Node {
 }
 
 /// Every edge of the graph.
-pub const EDGES: [(Node, Node); 33] = {
+pub const EDGES: [(Node, Node); 34] = {
     use Node::*;
     [
         (PrepareInput, CreatePlan),
@@ -146,6 +147,7 @@ pub const EDGES: [(Node, Node); 33] = {
         (Verify, MarkNeedsReview),
         (Act, MarkNeedsReview),
         (Act, AwaitApproval),
+        (SynthesizeReport, MarkNeedsReview),
     ]
 };
 

@@ -161,7 +161,8 @@ pub struct RunState {
     pub pending_draft: Option<Value>,
     /// Why the run cannot continue by itself.
     pub blocked_reason: Option<String>,
-    /// The report, once synthesized.
+    /// The report, once synthesized; the partial brief of a run that
+    /// stopped for review.
     pub final_report: Option<String>,
     /// Evidence the report cites.
     pub evidence: Vec<Evidence>,
@@ -510,10 +511,19 @@ impl RunState {
                 self.status = RunStatus::Ok;
                 self.usage += *usage;
             }
-            EventKind::NeedsReview { reason, usage } => {
+            EventKind::NeedsReview {
+                reason,
+                usage,
+                brief,
+                ..
+            } => {
                 self.usage += *usage;
                 self.status = RunStatus::NeedsReview;
                 self.blocked_reason = Some(reason.clone());
+                if let Some(brief) = brief {
+                    self.final_report = Some(brief.report.clone());
+                    self.evidence = brief.evidence.clone();
+                }
             }
             EventKind::RunFailed { error, usage } => {
                 self.status = RunStatus::Failed;
@@ -555,11 +565,18 @@ impl RunState {
             EventKind::RunResumed {
                 max_replans,
                 max_steps,
+                host,
                 ..
             } => {
                 self.status = RunStatus::Running;
                 self.blocked_reason = None;
                 self.repair_count = 0;
+                // A partial brief was of the run as it stopped; it goes on now.
+                self.final_report = None;
+                self.evidence.clear();
+                if !host.is_null() {
+                    self.host = host.clone();
+                }
                 if let Some(n) = max_replans {
                     self.max_replans = *n;
                 }
@@ -645,7 +662,8 @@ pub struct FinalOutput {
     pub run_id: RunId,
     /// ok, needs_review or failed.
     pub status: RunStatus,
-    /// The report (empty unless ok).
+    /// The report: the final one when ok, the partial brief (what was
+    /// found, cited, with its gaps) when needs_review; empty if there is none.
     pub final_report: String,
     /// Every step of the last plan with its status.
     pub plan: Vec<PlanSummary>,
@@ -724,6 +742,8 @@ mod tests {
                 EventKind::NeedsReview {
                     reason: "x".into(),
                     usage: Usage::default(),
+                    brief: None,
+                    ask_again: false,
                 }
             )),
             Err(StateError::NotStarted)
@@ -735,6 +755,8 @@ mod tests {
                 EventKind::NeedsReview {
                     reason: "x".into(),
                     usage: Usage::default(),
+                    brief: None,
+                    ask_again: false,
                 }
             )),
             Err(StateError::Sequence {

@@ -437,7 +437,7 @@ async fn a_breakpoint_at_max_replans_resumes_with_a_higher_bound() {
     let options = ResumeOptions {
         by: "alice".into(),
         max_replans: Some(1),
-        max_steps: None,
+        ..ResumeOptions::default()
     };
     let state = setup
         .engine(&store, sink, true)

@@ -394,7 +394,19 @@ async fn react_isolated_shows_summaries_so_prompts_stay_bounded() {
     let big = "x".repeat(5_000);
     let steps = 6;
     let mut actions: Vec<Action> = (0..steps).map(|i| call(&format!("s{i}"))).collect();
-    actions.push(answer("call-1"));
+    // The answer quotes what call-1 really returned (a report citing nothing is never ok).
+    actions.push(Action::Answer {
+        report: Report {
+            text: "Mostly x. [call-1]".into(),
+            evidence: vec![Evidence {
+                source_id: "call-1".into(),
+                step: "call-1".into(),
+                quote: "x".repeat(20),
+            }],
+            gaps: Vec::new(),
+        },
+        gaps: Vec::new(),
+    });
     let run = |isolated: bool| {
         let actor = Arc::new(ScriptedActor::new(actions.clone()));
         let h = react(isolated, 10, actor.clone());
@@ -522,7 +534,8 @@ impl stepwise_core::strategy::react::Actor for GarbageOnce {
 }
 
 #[tokio::test(start_paused = true)]
-async fn an_unusable_action_stops_for_review_and_a_resume_asks_again() {
+async fn an_unusable_action_stops_for_review_and_a_resume_asks_again_but_an_uncited_answer_is_not_ok()
+ {
     let actor = Arc::new(GarbageOnce(0.into()));
     let strategy = Arc::new(Fixed::new(
         "react",
@@ -547,14 +560,34 @@ async fn an_unusable_action_stops_for_review_and_a_resume_asks_again() {
         "the unusable answer is paid for"
     );
 
+    // Nothing else changed, but the stop was an unusable answer: a resume
+    // asks the actor again.
     let resumed = h
         .engine()
         .resume(state, stepwise_core::engine::ResumeOptions::default())
         .await
         .unwrap();
-    assert_eq!(resumed.status, RunStatus::Ok);
+    // Its answer cites nothing: kept as the partial brief, but never `ok`.
+    assert_eq!(resumed.status, RunStatus::NeedsReview);
+    let why = resumed.blocked_reason.clone().unwrap();
+    assert!(why.starts_with("the report cites no evidence: "), "{why}");
     assert_eq!(resumed.final_report.as_deref(), Some("nothing to look up"));
+    assert!(resumed.evidence.is_empty());
     common::assert_fold_matches(&resumed);
+
+    // Resumed again with nothing changed, it stays as it is: nothing recorded.
+    let err = h
+        .engine()
+        .resume(
+            resumed.clone(),
+            stepwise_core::engine::ResumeOptions::default(),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, stepwise_core::EngineError::Unchanged { .. }),
+        "{err}"
+    );
 }
 
 /// A ReAct engine with one side-effect tool, `send`, and an actor that sends
@@ -611,10 +644,16 @@ impl stepwise_core::strategy::react::Actor for SendThenAnswer {
                 args: json!({"text": "hello"}).as_object().cloned().unwrap(),
             }));
         }
+        // The answer cites the call's own result as the evidence it ran.
+        let turn = &request.history[0];
         Ok(Reply::free(Action::Answer {
             report: Report {
-                text: format!("sent: {}", request.history[0].observation),
-                evidence: Vec::new(),
+                text: format!("sent: {}", turn.observation),
+                evidence: vec![Evidence {
+                    source_id: turn.step.to_string(),
+                    step: turn.step.clone(),
+                    quote: "sent".into(),
+                }],
                 gaps: Vec::new(),
             },
             gaps: Vec::new(),
@@ -671,7 +710,9 @@ async fn a_denied_react_side_effect_is_an_observation_not_a_call() {
         .run("Tell the team", Constraints::default())
         .await
         .unwrap();
-    assert_eq!(state.status, RunStatus::Ok);
+    // Nothing was sent, so the answer has nothing to cite: not `ok`, but
+    // its text is kept and says why.
+    assert_eq!(state.status, RunStatus::NeedsReview);
     assert!(sent.lock().unwrap().is_empty());
     let report = state.final_report.clone().unwrap();
     assert!(report.contains("no approval on record"), "{report}");

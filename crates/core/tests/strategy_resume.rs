@@ -38,8 +38,9 @@ impl Actor for RuleActor {
         Ok(Reply::free(Action::Answer {
             report: Report {
                 text: "x, y and z were read [call-1]".into(),
+                // The call's output names no source; the call is the source.
                 evidence: vec![Evidence {
-                    source_id: "x".into(),
+                    source_id: "call-1".into(),
                     step: "call-1".into(),
                     quote: "text of x".into(),
                 }],

@@ -57,8 +57,14 @@ fn ok_assessment() -> Value {
     json!({"purpose": "assessor", "json": {"acceptance_met": true, "verdict": "continue", "reason": "criteria met"}})
 }
 
-fn plain_report() -> Value {
-    json!({"purpose": "synthesizer", "json": {"text": "Fine-tuning costs money [find].", "evidence": []}})
+/// A short report citing a verbatim passage that `find` returns (a report
+/// that cites nothing would end in needs_review, not ok).
+async fn plain_report() -> Value {
+    let (note, quote) = search_quote().await;
+    json!({"purpose": "synthesizer", "json": {
+        "text": format!("Fine-tuning costs money [{note}]."),
+        "evidence": [{"source_id": note, "step": "find", "quote": quote}]
+    }})
 }
 
 /// The best note and a verbatim passage from it, as search_notes returns them.
@@ -135,7 +141,7 @@ async fn b_unparseable_planner_output_gets_one_repair_round_trip() {
         {"purpose": "planner", "text": "I would start by searching the notes."},
         {"purpose": "planner", "json": {"steps": [search_step()]}},
         ok_assessment(),
-        plain_report()
+        plain_report().await
     ]));
     let state = run(model).await;
     assert_eq!(state.status, RunStatus::Ok);
@@ -170,7 +176,7 @@ async fn c_a_cyclic_plan_is_repaired_by_the_llm_repairer() {
         {"purpose": "repairer", "json": two_step_plan()},
         ok_assessment(),
         ok_assessment(),
-        plain_report()
+        plain_report().await
     ]));
     let state = run(model).await;
     assert_eq!(state.status, RunStatus::Ok, "{:?}", state.blocked_reason);
@@ -230,7 +236,7 @@ async fn e_a_rate_limit_is_retried_and_both_attempts_recorded() {
         {"purpose": "planner", "error": {"kind": "rate_limited", "retry_after_ms": 3}},
         {"purpose": "planner", "json": {"steps": [search_step()]}},
         ok_assessment(),
-        plain_report()
+        plain_report().await
     ]));
     let state = run(model).await;
     assert_eq!(state.status, RunStatus::Ok);
@@ -282,7 +288,7 @@ async fn g_a_final_answer_from_the_replanner_skips_the_rest_and_synthesizes() {
         {"purpose": "assessor", "json": {"acceptance_met": false, "verdict": "replan",
             "reason": "no serving cost", "new_gaps": [gap]}},
         {"purpose": "replanner", "json": {"final_answer": "The search results answer the goal.", "steps": []}},
-        plain_report()
+        plain_report().await
     ]));
     let state = run(model).await;
     assert_eq!(state.status, RunStatus::Ok, "{:?}", state.blocked_reason);
@@ -430,7 +436,19 @@ async fn i_usage_counts_every_model_call_once_even_unusable_and_failed_ones() {
             "usage": {"input_tokens": 70, "output_tokens": 9}}
     ]));
     let state = run(Arc::clone(&model)).await;
-    assert_eq!(state.status, RunStatus::Ok, "{:?}", state.blocked_reason);
+    // The only step never ran, so the report has nothing to cite: it is kept
+    // as the partial brief of a run that needs review, never `ok`.
+    assert_eq!(state.status, RunStatus::NeedsReview);
+    assert!(
+        state
+            .blocked_reason
+            .as_deref()
+            .unwrap()
+            .starts_with("the report cites no evidence: no step succeeded"),
+        "{:?}",
+        state.blocked_reason
+    );
+    assert_eq!(state.final_report.as_deref(), Some("Nothing was found."));
     assert_eq!(model.remaining(), 0);
 
     // The run's total is the sum over its model_called events…
@@ -541,7 +559,7 @@ async fn j_an_open_argument_is_filled_from_the_dependency_results() {
         ok_assessment(),
         {"purpose": "executor", "json": {"id": note}, "usage": {"input_tokens": 80, "output_tokens": 6}},
         ok_assessment(),
-        plain_report()
+        plain_report().await
     ]));
     let state = run(Arc::clone(&model)).await;
     assert_eq!(state.status, RunStatus::Ok, "{:?}", state.blocked_reason);

@@ -107,8 +107,14 @@ fn ok_assessment() -> Value {
     json!({"purpose": "assessor", "json": {"acceptance_met": true, "verdict": "continue", "reason": "criteria met"}})
 }
 
-fn plain_report() -> Value {
-    json!({"purpose": "synthesizer", "json": {"text": "Fine-tuning costs money [find].", "evidence": []}})
+/// A short report citing a verbatim passage that `find` returns (a report
+/// that cites nothing would end in needs_review, not ok).
+async fn plain_report() -> Value {
+    let (_, note, quote) = searched().await;
+    json!({"purpose": "synthesizer", "json": {
+        "text": format!("Fine-tuning costs money [{note}]."),
+        "evidence": [{"source_id": note, "step": "find", "quote": quote}]
+    }})
 }
 
 /// `react` with the LLM actor: two tool calls, then a cited answer. The
@@ -210,7 +216,7 @@ async fn react_actor_makes_two_calls_then_answers_with_vetted_evidence() {
 /// result.
 #[tokio::test(start_paused = true)]
 async fn react_isolated_summarizes_each_result_and_the_actor_sees_only_summaries() {
-    let (raw_search, note, _) = searched().await;
+    let (raw_search, note, quote) = searched().await;
     let first_summary = format!(
         "Three notes match; [{note}] gives the first-year fine-tuning cost, mostly data preparation."
     );
@@ -222,7 +228,8 @@ async fn react_isolated_summarizes_each_result_and_the_actor_sees_only_summaries
         {"purpose": "summarizer", "text": format!("```json\n{}\n```", json!({"summary": second_summary}))},
         {"purpose": "actor", "json": {
             "action": "answer",
-            "report": {"text": format!("Mostly data preparation [{note}]."), "evidence": []}
+            "report": {"text": format!("Mostly data preparation [{note}]."),
+                "evidence": [{"source_id": note, "step": "call-1", "quote": quote}]}
         }}
     ]));
     let state = run(Arc::clone(&model), "react-isolated").await;
@@ -291,7 +298,7 @@ async fn verified_replans_on_a_partial_verdict_and_stops_at_the_completeness_thr
             "status": "complete", "completeness": 90, "confidence": 0.8,
             "missing": [], "contradictions": []
         }},
-        plain_report()
+        plain_report().await
     ]));
     let state = run(Arc::clone(&model), "verified").await;
     assert_eq!(state.status, RunStatus::Ok, "{:?}", failure(&state));
@@ -364,7 +371,15 @@ async fn the_llm_router_picks_react_for_a_simple_goal_and_records_its_reason() {
         }}
     ]));
     let state = run(simple, "router").await;
-    assert_eq!(state.status, RunStatus::Ok, "{:?}", failure(&state));
+    // The actor answered without looking anything up: its report cites
+    // nothing, so the run is kept for review, never `ok`.
+    assert_eq!(state.status, RunStatus::NeedsReview);
+    let why = state.blocked_reason.clone().unwrap_or_default();
+    assert!(why.starts_with("the report cites no evidence"), "{why}");
+    assert_eq!(
+        state.final_report.as_deref(),
+        Some("The notes were not searched.")
+    );
     assert_eq!(roles_called(&state), ["router", "actor"]);
     let chosen = state.execution_history.iter().find_map(|e| match &e.kind {
         EventKind::StrategyChosen {
@@ -395,7 +410,7 @@ async fn the_llm_router_picks_react_for_a_simple_goal_and_records_its_reason() {
         {"purpose": "router", "json": {"route": "complex", "reason": "It asks for a cost breakdown."}},
         {"purpose": "planner", "json": {"steps": [search_step()]}},
         ok_assessment(),
-        plain_report()
+        plain_report().await
     ]));
     let state = run(complex, "router").await;
     assert_eq!(state.status, RunStatus::Ok, "{:?}", failure(&state));
@@ -416,15 +431,25 @@ async fn a_malformed_verifier_answer_is_repaired_once_then_stops_for_review() {
         ok_assessment(),
         {"purpose": "verifier", "text": "It looks mostly complete to me.", "usage": {"input_tokens": 700, "output_tokens": 9}},
         {"purpose": "verifier", "json": {"status": "done", "completeness": "high"}, "usage": {"input_tokens": 720, "output_tokens": 11}},
-        plain_report()
+        plain_report().await
     ]));
     let state = run(Arc::clone(&model), "verified").await;
     assert_eq!(state.status, RunStatus::NeedsReview);
+    // A run that stops for review still returns its partial brief: the
+    // synthesizer writes it over what succeeded, its evidence vetted.
     assert_eq!(
         roles_called(&state),
-        ["planner", "assessor", "verifier", "verifier"]
+        ["planner", "assessor", "verifier", "verifier", "synthesizer"]
     );
-    assert_eq!(model.remaining(), 1, "no report is written");
+    assert_eq!(model.remaining(), 0);
+    assert!(
+        state
+            .final_report
+            .as_deref()
+            .unwrap()
+            .contains("Fine-tuning costs money")
+    );
+    assert_eq!(state.evidence.len(), 1);
     let error = state.blocked_reason.clone().unwrap();
     assert!(
         error.contains("verifier returned output that could not be used")

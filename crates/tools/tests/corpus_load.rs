@@ -157,15 +157,64 @@ fn a_folder_without_notes_is_an_error_that_lists_what_was_there() {
 }
 
 #[test]
-fn an_unreadable_note_file_is_named() {
+fn a_note_file_that_is_not_text_is_skipped_and_reported() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "good.md", "# Good\n");
     write(dir.path(), "latin1.txt", [0x63, 0x61, 0x66, 0xe9, 0x0a]); // "café" in Latin-1
+    write(
+        dir.path(),
+        "image.md",
+        [0x89, b'P', b'N', b'G', 0x0d, 0x0a, 0x1a, 0x0a, 0, 0],
+    );
+    write(
+        dir.path(),
+        "dump.jsonl",
+        b"{\"id\": \"x\", \"text\": \"\xff\"}\n",
+    );
+    let loaded = Corpus::load(dir.path()).unwrap();
+    assert_eq!(loaded.corpus.ids().collect::<Vec<_>>(), ["good"]);
+    let skipped: Vec<(String, SkipReason)> = loaded
+        .skipped
+        .iter()
+        .map(|s| {
+            let name = s.path.file_name().unwrap().to_str().unwrap().to_owned();
+            (name, s.reason.clone())
+        })
+        .collect();
+    assert_eq!(
+        skipped,
+        [
+            ("dump.jsonl".to_owned(), SkipReason::NotUtf8(21)),
+            ("image.md".to_owned(), SkipReason::Binary),
+            ("latin1.txt".to_owned(), SkipReason::NotUtf8(3)),
+        ]
+    );
+    let said = loaded.skipped[2].to_string();
+    assert!(said.contains("latin1.txt: not UTF-8 text"), "{said}");
+}
+
+#[test]
+fn a_folder_of_only_binary_files_has_no_notes_and_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "blob.txt", [0u8, 1, 2, 3]);
     let err = load_err(dir.path());
-    assert!(matches!(err, CorpusError::Unreadable { .. }), "{err:?}");
-    let message = err.to_string();
-    assert!(message.starts_with("cannot read note file "), "{message}");
-    assert!(message.contains("latin1.txt"), "{message}");
+    assert!(matches!(err, CorpusError::Empty { .. }), "{err:?}");
+    assert!(err.to_string().contains("binary file"), "{err}");
+}
+
+#[test]
+fn the_fingerprint_follows_the_notes_content_only() {
+    let a = tempfile::tempdir().unwrap();
+    write(a.path(), "one.md", "# One\nbody\n");
+    write(a.path(), "skip.pptx", "x");
+    let b = tempfile::tempdir().unwrap();
+    write(b.path(), "one.md", "# One\nbody\n");
+    let print = |dir: &Path| Corpus::load(dir).unwrap().fingerprint();
+    assert_eq!(print(a.path()), print(b.path()));
+    write(b.path(), "two.md", "# Two\n");
+    assert_ne!(print(a.path()), print(b.path()));
+    write(a.path(), "one.md", "# One\nbody changed\n");
+    assert_ne!(print(a.path()), print(b.path()));
 }
 
 #[cfg(unix)]

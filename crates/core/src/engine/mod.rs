@@ -56,6 +56,12 @@ pub struct RunConfig {
     pub concurrency: usize,
     /// Retries of transient step failures.
     pub retry: RetryPolicy,
+    /// Whether repair_plan may change the planner's first draft. Set it to
+    /// false when that draft is a person's own plan (the CLI's `--plan`
+    /// without `--repair`): an invalid one then stops for review listing
+    /// every problem, instead of being altered without their say. Drafts of
+    /// later replans are repaired either way.
+    pub repair_first_draft: bool,
 }
 
 impl Default for RunConfig {
@@ -66,6 +72,7 @@ impl Default for RunConfig {
             max_repairs: 2,
             concurrency: 4,
             retry: RetryPolicy::default(),
+            repair_first_draft: true,
         }
     }
 }
@@ -187,6 +194,18 @@ pub enum EngineError {
     /// The run has finished; there is nothing to resume.
     #[error("the run is {} and cannot be resumed", .0.as_str())]
     NotResumable(crate::state::RunStatus),
+    /// The run stopped for review and nothing has changed since (no new
+    /// bounds, no decision by a person, no new sources): resuming would only
+    /// repeat what it did, so nothing is recorded and it stays `needs_review`.
+    #[error(
+        "nothing changed since the run stopped for review: raise max_replans (now {max_replans}) or max_steps (now {max_steps}), change the sources it reads, or decide what it waits for"
+    )]
+    Unchanged {
+        /// The replan bound in force.
+        max_replans: u32,
+        /// The step bound in force.
+        max_steps: usize,
+    },
 }
 
 /// Runs goals through the planning graph.
@@ -359,6 +378,11 @@ struct Run<'e> {
     answered: Option<(crate::roles::Report, crate::usage::Usage)>,
     /// What the answer that sent the run to review cost (recorded with it).
     review_usage: crate::usage::Usage,
+    /// The stop for review was an unusable answer: a resume asks again.
+    review_ask_again: bool,
+    /// A report written but citing no evidence: the partial brief of the
+    /// review it leads to, with what writing it cost.
+    partial: Option<(crate::event::Brief, crate::usage::Usage)>,
 }
 
 type NodeResult = Result<Result<Node, RoleError>, EngineError>;
@@ -475,6 +499,8 @@ impl<'e> Run<'e> {
             review_reason: String::new(),
             answered: None,
             review_usage: crate::usage::Usage::default(),
+            review_ask_again: false,
+            partial: None,
         }
     }
 
@@ -591,7 +617,16 @@ impl<'e> Run<'e> {
                     .map(ToString::to_string)
                     .collect();
                 let count = diagnostics.len();
+                let listed: Vec<String> = diagnostics.iter().map(ToString::to_string).collect();
                 self.record(EventKind::PlanInvalid { diagnostics }).await?;
+                if self.state.plan.version == 0 && !self.engine.config.repair_first_draft {
+                    // A person's own plan: never altered without their say.
+                    self.review_reason = format!(
+                        "the given plan has {count} problem(s) and is not repaired unless repair is asked for: {}",
+                        listed.join("; ")
+                    );
+                    return Ok(Ok(Node::MarkNeedsReview));
+                }
                 if !unsafe_ones.is_empty() {
                     self.review_reason = format!("the plan is unsafe: {}", unsafe_ones.join("; "));
                     return Ok(Ok(Node::MarkNeedsReview));
@@ -1171,7 +1206,14 @@ impl<'e> Run<'e> {
             None
         };
         if let Some((condition, detail)) = stop {
-            self.review_reason = format!("{condition}: {detail}");
+            // Seed 000: past the replan cap, ask the person to simplify.
+            let more = match condition {
+                StopCondition::MaxReplans => "allow more replans",
+                _ => "allow more steps",
+            };
+            self.review_reason = format!(
+                "{condition}: {detail} — the goal is too complex to finish within these bounds: please simplify it or narrow it, or {more}"
+            );
             self.record(EventKind::StopConditionMet {
                 condition,
                 detail,
@@ -1227,12 +1269,36 @@ impl<'e> Run<'e> {
     }
 
     /// Records the report: evidence checked against step results, and every
-    /// open gap named.
+    /// open gap named. A report that cites no evidence is not an answer: the
+    /// run stops for review with it as the partial brief.
     async fn write_report(
         &mut self,
-        mut report: crate::roles::Report,
+        report: crate::roles::Report,
         usage: crate::usage::Usage,
     ) -> NodeResult {
+        let brief = self.vet_report(report).await?;
+        if brief.evidence.is_empty() {
+            self.review_reason = no_evidence_reason(&self.state, &brief);
+            self.partial = Some((brief, usage));
+            return Ok(Ok(Node::MarkNeedsReview));
+        }
+        self.record(EventKind::Synthesized {
+            report: brief.report,
+            evidence: brief.evidence,
+            rejected_evidence: brief.rejected_evidence,
+            usage,
+        })
+        .await?;
+        Ok(Ok(Node::End))
+    }
+
+    /// Checks a report's evidence against the step results, records the
+    /// gaps it names or leaves (required sections, dimensions), and makes
+    /// its text name every open gap.
+    async fn vet_report(
+        &mut self,
+        mut report: crate::roles::Report,
+    ) -> Result<crate::event::Brief, EngineError> {
         let (evidence, rejected_evidence) = vet_evidence(&self.state, report.evidence);
         let mut uncovered: Vec<String> = Vec::new();
         for gap in std::mem::take(&mut report.gaps)
@@ -1260,28 +1326,87 @@ impl<'e> Run<'e> {
                 report.text.push_str(&format!("- {gap}\n"));
             }
         }
-        self.record(EventKind::Synthesized {
+        Ok(crate::event::Brief {
             report: report.text,
             evidence,
             rejected_evidence,
-            usage,
         })
-        .await?;
-        Ok(Ok(Node::End))
+    }
+
+    /// The partial brief of a run stopping for review: the synthesizer over
+    /// what succeeded so far, vetted like a final report. `None` when no
+    /// step succeeded; a synthesizer that fails leaves a note in `reason`.
+    async fn partial_brief(
+        &mut self,
+        reason: &mut String,
+        usage: &mut crate::usage::Usage,
+    ) -> Result<Option<crate::event::Brief>, EngineError> {
+        if let Some((brief, cost)) = self.partial.take() {
+            *usage += cost;
+            return Ok(Some(brief));
+        }
+        if self.state.step_results.is_empty() {
+            return Ok(None);
+        }
+        let outcome = self.engine.roles.synthesizer.synthesize(&self.state).await;
+        match self
+            .answer(crate::roles::RoleName::Synthesizer, outcome)
+            .await?
+        {
+            Ok(reply) => {
+                *usage += reply.usage;
+                Ok(Some(self.vet_report(reply.value).await?))
+            }
+            Err(e) => {
+                *usage += e.usage();
+                reason.push_str(&format!(" (no partial brief: {e})"));
+                Ok(None)
+            }
+        }
     }
 
     async fn mark_needs_review(&mut self) -> NodeResult {
         let reason = std::mem::take(&mut self.review_reason);
-        let reason = if reason.is_empty() {
+        let mut reason = if reason.is_empty() {
             "the run cannot continue safely".to_owned()
         } else {
             reason
         };
-        let usage = std::mem::take(&mut self.review_usage);
-        self.record(EventKind::NeedsReview { reason, usage })
-            .await?;
+        let mut usage = std::mem::take(&mut self.review_usage);
+        let brief = self.partial_brief(&mut reason, &mut usage).await?;
+        let ask_again = std::mem::take(&mut self.review_ask_again);
+        self.record(EventKind::NeedsReview {
+            reason,
+            usage,
+            brief: brief.map(Box::new),
+            ask_again,
+        })
+        .await?;
         Ok(Ok(Node::End))
     }
+}
+
+/// Why a report that cites nothing is not an answer, for the person reviewing it.
+fn no_evidence_reason(state: &RunState, brief: &crate::event::Brief) -> String {
+    let why = if state.step_results.is_empty() {
+        "no step succeeded, so there is nothing to cite".to_owned()
+    } else if let Some(first) = brief.rejected_evidence.first() {
+        format!(
+            "{} quote(s) offered, none found in a succeeded step's output (e.g. {})",
+            brief.rejected_evidence.len(),
+            first.reason
+        )
+    } else {
+        "nothing the steps found supports it".to_owned()
+    };
+    let listed = match state.knowledge_gaps.len() {
+        0 => String::new(),
+        1 => "; its open gap is listed".to_owned(),
+        n => format!("; its {n} open gaps are listed"),
+    };
+    format!(
+        "the report cites no evidence: {why}{listed} — add sources that cover the goal, or narrow it"
+    )
 }
 
 mod approval;
@@ -1295,4 +1420,4 @@ pub use approval::{
     ApprovalDecision, ApprovalRequest, ApproveAll, Approver, DeferToPerson, args_hash,
 };
 use evidence::{coverage_gaps, vet_evidence};
-pub use resume::ResumeOptions;
+pub use resume::{ResumeOptions, what_changed};

@@ -4,6 +4,12 @@
 //! step in flight is reconciled through its idempotency record — its recorded
 //! outcome is used, it is re-run only if the tool is idempotent for its key,
 //! and otherwise the run stops for review with the outcome marked unknown.
+//!
+//! A run that stopped for review resumes only if something changed since
+//! (see [`what_changed`]): new bounds, a person's decision, new sources, or
+//! an unusable answer to ask for again. Resumed unchanged, it would only
+//! repeat itself — or replan its way to a status it did not earn — so the
+//! engine records nothing and says what would have to change.
 
 use std::collections::BTreeMap;
 
@@ -27,6 +33,71 @@ pub struct ResumeOptions {
     pub max_replans: Option<u32>,
     /// A new step bound.
     pub max_steps: Option<usize>,
+    /// What changed outside the log since the run stopped, as the resuming
+    /// program sees it (e.g. "the notes in DIR changed"); recorded.
+    pub changed: Vec<String>,
+    /// The program's new settings, replacing `run_started.host` (e.g. with
+    /// a new fingerprint of its sources); null keeps the old ones.
+    pub host: serde_json::Value,
+}
+
+/// What changed since a run stopped for review, each said for a person:
+/// what the resuming program reports ([`ResumeOptions::changed`]), a bound
+/// raised above the one in force, a person's decision (a refusal since the
+/// run last started or resumed — resuming asks again — or an approval since
+/// it stopped), and a stop on an unusable answer (a new request may
+/// succeed). Empty means a resume would change nothing.
+pub fn what_changed(state: &RunState, options: &ResumeOptions) -> Vec<String> {
+    let mut changed = options.changed.clone();
+    if let Some(n) = options.max_replans.filter(|n| *n > state.max_replans) {
+        changed.push(format!(
+            "max_replans raised from {} to {n}",
+            state.max_replans
+        ));
+    }
+    if let Some(n) = options.max_steps.filter(|n| *n > state.max_steps) {
+        changed.push(format!("max_steps raised from {} to {n}", state.max_steps));
+    }
+    let history = &state.execution_history;
+    let started = history
+        .iter()
+        .rposition(|e| {
+            matches!(
+                e.kind,
+                EventKind::RunStarted { .. } | EventKind::RunResumed { .. }
+            )
+        })
+        .unwrap_or(0);
+    let stopped = history
+        .iter()
+        .rposition(|e| matches!(e.kind, EventKind::NeedsReview { .. }));
+    for (at, e) in history.iter().enumerate().skip(started) {
+        let after_stop = stopped.is_some_and(|s| at > s);
+        match &e.kind {
+            EventKind::ApprovalDenied { step, by, .. } => {
+                changed.push(format!("{by} refused step {step}; it is asked for again"));
+            }
+            EventKind::PlanRejected { version, .. } => {
+                changed.push(format!(
+                    "plan version {version} was rejected; a plan is asked for again"
+                ));
+            }
+            EventKind::ApprovalGranted { step, by, .. } if after_stop => {
+                changed.push(format!("{by} approved step {step}"));
+            }
+            EventKind::PlanApproved { version, by, .. } if after_stop => {
+                changed.push(format!("{by} approved plan version {version}"));
+            }
+            _ => {}
+        }
+    }
+    if let Some(EventKind::NeedsReview {
+        ask_again: true, ..
+    }) = stopped.map(|s| &history[s].kind)
+    {
+        changed.push("the answer it stopped on was unusable; the role is asked again".to_owned());
+    }
+    changed
 }
 
 impl Engine {
@@ -46,16 +117,28 @@ impl Engine {
         ) {
             return Err(EngineError::NotResumable(was));
         }
+        let changed = what_changed(&state, &options);
+        if was == RunStatus::NeedsReview && changed.is_empty() {
+            return Err(EngineError::Unchanged {
+                max_replans: state.max_replans,
+                max_steps: state.max_steps,
+            });
+        }
         let mut run = Run::new(self);
         run.goal = (!state.goal.is_empty()).then(|| state.goal());
+        let review = (was == RunStatus::NeedsReview)
+            .then(|| state.blocked_reason.clone())
+            .flatten();
         run.state = state;
         run.record(EventKind::RunResumed {
             by: options.by,
             max_replans: options.max_replans,
             max_steps: options.max_steps,
+            changed,
+            host: options.host,
         })
         .await?;
-        let node = match run.recover(was).await? {
+        let node = match run.recover(was, review).await? {
             Ok(node) => node,
             Err(error) => {
                 run.record(EventKind::RunFailed {
@@ -127,6 +210,7 @@ impl Run<'_> {
     async fn recover(
         &mut self,
         was: RunStatus,
+        review: Option<String>,
     ) -> Result<Result<Node, crate::roles::RoleError>, EngineError> {
         let history = &self.state.execution_history;
         if !history
@@ -182,10 +266,19 @@ impl Run<'_> {
         self.recovered = unassessed(&self.state).into();
         self.reconcile_in_flight().await?;
         self.held = held_decision(&self.state).map(|(verdict, reason)| match verdict {
-            // A person resumed a run that stopped for review: try to recover.
+            // Something changed since the run stopped for review: try to recover.
             Verdict::NeedsReview if was == RunStatus::NeedsReview => (Verdict::Replan, reason),
             _ => (verdict, reason),
         });
+        if let Some(reason) = review
+            && self.held.is_none()
+            && self.state.plan.steps.iter().all(|s| s.status.is_final())
+        {
+            // It stopped with its plan done (say, a report that cited
+            // nothing): with something changed, look again rather than
+            // write the same report.
+            self.held = Some((Verdict::Replan, format!("resumed after review: {reason}")));
+        }
         if self.busy() {
             return Ok(Ok(Node::ExecuteStep));
         }

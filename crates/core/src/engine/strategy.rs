@@ -53,6 +53,7 @@ impl Run<'_> {
     pub(super) fn stop_for_review(&mut self, error: &RoleError) -> Node {
         self.review_reason = error.to_string();
         self.review_usage = error.usage();
+        self.review_ask_again = true;
         Node::MarkNeedsReview
     }
 

@@ -201,8 +201,19 @@ impl Assessor for ScriptedAssessor {
     }
 }
 
+/// The first non-empty string in a value (depth first, in key order).
+fn first_text(value: &Value) -> Option<&str> {
+    match value {
+        Value::String(s) if !s.trim().is_empty() => Some(s),
+        Value::Array(items) => items.iter().find_map(first_text),
+        Value::Object(map) => map.values().find_map(first_text),
+        _ => None,
+    }
+}
+
 /// A synthesizer that writes one line per succeeded step and cites each
-/// step's output as evidence, or replays scripted reports.
+/// step's output (or the first text in it) as evidence, or replays
+/// scripted reports.
 #[derive(Debug)]
 pub struct ScriptedSynthesizer(pub Script<Report>);
 
@@ -235,15 +246,21 @@ impl Synthesizer for ScriptedSynthesizer {
                 other => other.to_string(),
             };
             text.push_str(&format!("- {id}: {quote} [{id}]\n"));
-            if let Value::String(s) = &result.output {
+            // The output itself, or the first text in it: a report that
+            // cites nothing would not be `ok`.
+            if let Some(s) = first_text(&result.output) {
                 evidence.push(Evidence {
                     source_id: id.to_string(),
                     step: id.clone(),
-                    quote: s.clone(),
+                    quote: s.to_owned(),
                 });
             }
         }
-        Ok(Reply::free(Report { text, evidence, gaps: Vec::new() }))
+        Ok(Reply::free(Report {
+            text,
+            evidence,
+            gaps: Vec::new(),
+        }))
     }
 }
 

@@ -15,6 +15,10 @@
 //!
 //! Extensions match case-insensitively. Files are read in name order, so
 //! which of two duplicate ids is reported first is deterministic.
+//!
+//! A note file that is not text — binary (it holds NUL bytes) or not valid
+//! UTF-8 — is skipped and reported like any other entry left out; one such
+//! file never stops the others from loading.
 
 use std::fmt;
 use std::fs;
@@ -70,6 +74,11 @@ pub enum SkipReason {
     NotAFile,
     /// A supported file with no text (or a `.jsonl` with only blank lines).
     EmptyFile,
+    /// A supported extension, but binary content (it holds NUL bytes).
+    Binary,
+    /// A supported extension, but not valid UTF-8 text; holds the offset of
+    /// the first byte that is not.
+    NotUtf8(usize),
 }
 
 impl fmt::Display for SkipReason {
@@ -89,6 +98,11 @@ impl fmt::Display for SkipReason {
             Self::NonUtf8Name => f.write_str("file name is not valid UTF-8"),
             Self::NotAFile => f.write_str("not a regular file"),
             Self::EmptyFile => f.write_str("empty file (no notes in it)"),
+            Self::Binary => f.write_str("binary file, not text (it holds NUL bytes)"),
+            Self::NotUtf8(at) => write!(
+                f,
+                "not UTF-8 text (invalid byte at offset {at}); save it as UTF-8 to include it"
+            ),
         }
     }
 }
@@ -103,7 +117,7 @@ impl Corpus {
     /// Loads the notes at the top level of `dir` (see the [module
     /// docs](self) for the formats). Fails if the folder is missing, is not
     /// a folder, holds no notes, or a note file is unreadable or malformed,
-    /// or two notes share an id.
+    /// or two notes share an id. Files that are not text are skipped.
     pub fn load(dir: impl AsRef<Path>) -> Result<LoadedCorpus, CorpusError> {
         let dir = dir.as_ref();
         let meta = fs::metadata(dir).map_err(|source| match source.kind() {
@@ -129,13 +143,17 @@ impl Corpus {
         let mut notes = Vec::new();
         let mut skipped = Vec::new();
         for path in paths {
-            let loaded = match classify(&path) {
-                Ok(Kind::Text) => read_text_note(&path)?.map(|n| vec![n]),
-                Ok(Kind::Jsonl) => Some(read_jsonl(&path)?).filter(|n| !n.is_empty()),
-                Err(reason) => {
+            let text = match classify(&path).map(|kind| (kind, read(&path))) {
+                Ok((kind, Ok(Ok(text)))) => (kind, text),
+                Ok((_, Err(e))) => return Err(e),
+                Err(reason) | Ok((_, Ok(Err(reason)))) => {
                     skipped.push(SkippedFile { path, reason });
                     continue;
                 }
+            };
+            let loaded = match text {
+                (Kind::Text, text) => text_note(&path, text).map(|n| vec![n]),
+                (Kind::Jsonl, text) => Some(parse_jsonl(&path, &text)?).filter(|n| !n.is_empty()),
             };
             match loaded {
                 Some(more) => notes.extend(more),
@@ -184,37 +202,48 @@ fn classify(path: &Path) -> Result<Kind, SkipReason> {
     }
 }
 
-fn read(path: &Path) -> Result<String, CorpusError> {
-    let text = fs::read_to_string(path).map_err(|source| CorpusError::Unreadable {
+/// A note file's text; why it is skipped if it is not text; an error if
+/// it cannot be read at all.
+fn read(path: &Path) -> Result<Result<String, SkipReason>, CorpusError> {
+    let bytes = fs::read(path).map_err(|source| CorpusError::Unreadable {
         path: path.into(),
         source,
     })?;
+    Ok(decode(bytes))
+}
+
+/// UTF-8 text without its byte-order mark, or why the bytes are not text.
+fn decode(bytes: Vec<u8>) -> Result<String, SkipReason> {
+    if bytes.contains(&0) {
+        return Err(SkipReason::Binary);
+    }
+    let text =
+        String::from_utf8(bytes).map_err(|e| SkipReason::NotUtf8(e.utf8_error().valid_up_to()))?;
     // A byte-order mark would otherwise end up in the first title.
-    Ok(text.strip_prefix('\u{feff}').unwrap_or(&text).to_owned())
+    Ok(match text.strip_prefix('\u{feff}') {
+        Some(rest) => rest.to_owned(),
+        None => text,
+    })
 }
 
 /// A `.md` / `.txt` note, or `None` if the file is blank.
-fn read_text_note(path: &Path) -> Result<Option<Note>, CorpusError> {
-    let text = read(path)?;
-    let Some(title) = derive_title(&text) else {
-        return Ok(None);
-    };
+fn text_note(path: &Path, text: String) -> Option<Note> {
+    let title = derive_title(&text)?;
     // `classify` checked the name is UTF-8, so the stem is too.
     let id = path
         .file_stem()
         .and_then(|s| s.to_str())
         .unwrap_or_default()
         .to_owned();
-    Ok(Some(Note {
+    Some(Note {
         id,
         title,
         text,
         origin: Origin::File(path.into()),
-    }))
+    })
 }
 
-fn read_jsonl(path: &Path) -> Result<Vec<Note>, CorpusError> {
-    let content = read(path)?;
+fn parse_jsonl(path: &Path, content: &str) -> Result<Vec<Note>, CorpusError> {
     let mut notes = Vec::new();
     for (i, line) in content.lines().enumerate() {
         if line.trim().is_empty() {
@@ -306,9 +335,39 @@ fn truncate(text: &str, max_chars: usize) -> String {
     }
 }
 
+impl LoadedCorpus {
+    /// A fingerprint of the notes' content (ids, titles, texts), so a
+    /// caller can tell later whether the folder changed: the same notes give
+    /// the same fingerprint wherever and however they are stored.
+    pub fn fingerprint(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let mut hasher = Sha256::new();
+        for note in self.corpus.notes() {
+            for part in [&note.id, &note.title, &note.text] {
+                hasher.update((part.len() as u64).to_le_bytes());
+                hasher.update(part.as_bytes());
+            }
+        }
+        hasher
+            .finalize()
+            .iter()
+            .take(16)
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn binary_and_non_utf8_bytes_are_not_text() {
+        assert_eq!(decode(b"a\0b".to_vec()), Err(SkipReason::Binary));
+        assert_eq!(decode(b"ok \xff".to_vec()), Err(SkipReason::NotUtf8(3)));
+        assert_eq!(decode("\u{feff}# T".as_bytes().to_vec()).unwrap(), "# T");
+        assert!(SkipReason::NotUtf8(3).to_string().contains("offset 3"));
+    }
 
     #[test]
     fn title_is_the_first_heading_else_the_first_line() {
