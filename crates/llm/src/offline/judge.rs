@@ -16,7 +16,9 @@ use stepwise_tools::notes::stem::{mentions, words};
 
 use super::MIN_SCORE;
 use super::asked::Asked;
-use super::relevance::{Lexicon, Topic, about_dimension, about_goal, content};
+use super::relevance::{
+    BEST_SHARE, GOAL_SHARE, Lexicon, Topic, about_dimension, answerable, content, coverage, facets,
+};
 use super::search::{Hit, hits, sentences};
 
 /// The query a step searched for.
@@ -70,14 +72,48 @@ fn is_statement(sentence: &str) -> bool {
     ) && sentence.split_whitespace().count() >= 3
 }
 
+/// A question clause and the share of its weight a passage covers.
+type FacetCover<'f> = (&'f [String], f64);
+
+/// How a quote ranks (see [`Quote::rank`]).
+pub(crate) type Rank = (usize, usize, usize, usize, usize);
+
+/// Words of a question that asks for a quantity ("how many", "얼마").
+const QUANTITY_CUES: &[&str] = &[
+    "how many",
+    "how much",
+    "how long",
+    "how fast",
+    "what share",
+    "what percentage",
+    "what proportion",
+    "what fraction",
+    "what rate",
+    "what did",
+    "share of",
+    "percentage",
+    "rate",
+    "얼마",
+    "몇",
+    "비율",
+];
+
+/// Whether a question asks for a quantity.
+fn asks_quantity(question: &str) -> bool {
+    let lower = question.to_lowercase();
+    QUANTITY_CUES.iter().any(|c| lower.contains(c))
+}
+
 /// One sentence that may back a claim, with what ranks it.
 #[derive(Debug, Clone)]
 pub(crate) struct Quote {
     pub(crate) note_id: String,
     pub(crate) sentence: String,
-    /// Higher first: how many of the question's words it holds, whether it
-    /// names the goal's subject, how much of the context it shares.
-    pub(crate) rank: (usize, usize, usize),
+    /// Higher first: whether it gives a figure a question of quantity asks
+    /// for, how many of the question's words it holds, whether it names the
+    /// goal's subject, whether it gives a figure at all, how much of the
+    /// context it shares.
+    pub(crate) rank: Rank,
 }
 
 /// What a search step's output shows.
@@ -89,6 +125,8 @@ pub(crate) struct Judgement {
     pub(crate) quotes: Vec<Quote>,
     /// The sub-question, as a person would name it.
     pub(crate) question: String,
+    /// The dimension it asks about, if it is one.
+    pub(crate) dimension: Option<String>,
 }
 
 impl Judgement {
@@ -110,10 +148,12 @@ impl Judgement {
 
     /// Why it does not meet them, for a person.
     pub(crate) fn shortfall(&self, query: &str) -> String {
-        if self.good.is_empty() {
-            format!("no passage scored >= {MIN_SCORE} for {query:?}")
-        } else {
-            format!("no passage mentions {}", self.question)
+        match &self.dimension {
+            Some(d) => format!("no passage mentions {d}"),
+            None if self.good.is_empty() => {
+                format!("no passage scored >= {MIN_SCORE} for {query:?}")
+            }
+            None => format!("no passage answers {:?}", self.question),
         }
     }
 }
@@ -125,7 +165,6 @@ pub(crate) struct Lens<'a> {
     pub(crate) lexicon: &'a Lexicon,
     pub(crate) asked: Asked,
     pub(crate) topic: Topic,
-    goal: String,
 }
 
 impl<'a> Lens<'a> {
@@ -137,27 +176,47 @@ impl<'a> Lens<'a> {
             lexicon,
             asked,
             topic,
-            goal: state.goal.clone(),
         }
     }
 
-    /// Whether a sentence of `note_id` is about the sub-question `description`.
-    fn about(&self, description: &str, sentence: &[String], note_id: &str) -> bool {
+    /// The clauses of a non-dimension sub-question the notes could answer
+    /// (none for a dimension).
+    fn facets_of(&self, description: &str) -> Vec<Vec<String>> {
+        if self.asked.dimension_of(description).is_some() {
+            return Vec::new();
+        }
+        facets(description)
+            .into_iter()
+            .filter(|f| answerable(self.lexicon, f))
+            .collect()
+    }
+
+    /// Whether a sentence of `note_id` is about the sub-question
+    /// `description`: a dimension by the sentence's own words; the goal or
+    /// a user's question by its passage — `covered`, the passage's best
+    /// facet coverage, against `best`, the best of any passage retrieved —
+    /// with the sentence holding one of the facet's words or a figure.
+    fn about(
+        &self,
+        description: &str,
+        sentence: &str,
+        facet: Option<FacetCover<'_>>,
+        best: f64,
+        note_id: &str,
+    ) -> bool {
         if !self.lexicon.on_topic(&self.topic, note_id) {
             return false;
         }
+        let ws = words(sentence);
         if let Some(d) = self.asked.dimension_of(description) {
-            return about_dimension(self.lexicon, d, sentence, note_id);
+            return about_dimension(self.lexicon, d, &ws, note_id);
         }
-        if description == self.goal {
-            return about_goal(self.lexicon, &self.topic, sentence, note_id);
-        }
-        // A user's own sub-question: judged by its own words.
-        let own = Topic {
-            goal: content(description),
-            ..Topic::default()
-        };
-        about_goal(self.lexicon, &own, sentence, note_id)
+        facet.is_some_and(|(facet, covered)| {
+            covered >= GOAL_SHARE
+                && covered >= BEST_SHARE * best
+                && (facet.iter().any(|t| mentions(&ws, t))
+                    || sentence.chars().any(|c| c.is_ascii_digit()))
+        })
     }
 
     /// The words that rank a sentence for `description`.
@@ -176,9 +235,34 @@ impl<'a> Lens<'a> {
             .collect();
         let question = self.question_words(&step.description);
         let subject: Vec<String> = self.topic.entities.first().cloned().unwrap_or_default();
+        let facets = self.facets_of(&step.description);
+        let quantity = self.asked.dimension_of(&step.description).is_none()
+            && asks_quantity(&step.description);
+        // Each passage's best facet and its coverage; the best of all.
+        let covered: Vec<Vec<Option<FacetCover<'_>>>> = good
+            .iter()
+            .map(|hit| {
+                hit.passages
+                    .iter()
+                    .map(|p| {
+                        let ws = words(p);
+                        facets
+                            .iter()
+                            .map(|f| (f.as_slice(), coverage(self.lexicon, f, &ws, &hit.note_id)))
+                            .max_by(|a, b| a.1.total_cmp(&b.1))
+                    })
+                    .collect()
+            })
+            .collect();
+        let best = covered
+            .iter()
+            .flatten()
+            .flatten()
+            .map(|(_, c)| *c)
+            .fold(0.0, f64::max);
         let mut quotes: Vec<Quote> = Vec::new();
-        for hit in &good {
-            for passage in &hit.passages {
+        for (hit, hit_cover) in good.iter().zip(&covered) {
+            for (passage, facet) in hit.passages.iter().zip(hit_cover) {
                 for sentence in sentences(passage) {
                     let sentence = unbulleted(sentence);
                     if !is_statement(sentence)
@@ -189,10 +273,11 @@ impl<'a> Lens<'a> {
                     {
                         continue;
                     }
-                    let ws = words(sentence);
-                    if !self.about(&step.description, &ws, &hit.note_id) {
+                    if !self.about(&step.description, sentence, *facet, best, &hit.note_id) {
                         continue;
                     }
+                    let ws = words(sentence);
+                    let figure = sentence.chars().any(|c| c.is_ascii_digit());
                     let count =
                         |terms: &[String]| terms.iter().filter(|t| mentions(&ws, t)).count();
                     let names_subject = usize::from(
@@ -201,7 +286,13 @@ impl<'a> Lens<'a> {
                     quotes.push(Quote {
                         note_id: hit.note_id.clone(),
                         sentence: sentence.to_owned(),
-                        rank: (count(&question), names_subject, count(&self.topic.context)),
+                        rank: (
+                            usize::from(quantity && figure),
+                            count(&question),
+                            names_subject,
+                            usize::from(figure),
+                            count(&self.topic.context),
+                        ),
                     });
                 }
             }
@@ -209,6 +300,10 @@ impl<'a> Lens<'a> {
         Judgement {
             good,
             quotes,
+            dimension: self
+                .asked
+                .dimension_of(&step.description)
+                .map(str::to_owned),
             question: self
                 .asked
                 .dimension_of(&step.description)

@@ -121,7 +121,11 @@ pub struct OfflinePlanner;
 #[async_trait]
 impl Planner for OfflinePlanner {
     async fn plan(&self, request: PlanRequest<'_>) -> Result<Reply<DraftPlan>, RoleError> {
-        let can_compare = request.tools.iter().any(|t| t.name == "compare_results");
+        let wanted = sub_questions(request.goal, usize::MAX).0.len();
+        // The comparison gives way to a dimension when the budget cannot
+        // hold both: a dimension left out is a gap, a comparison is not.
+        let can_compare =
+            request.tools.iter().any(|t| t.name == "compare_results") && wanted < request.max_steps;
         let room = if can_compare {
             request.max_steps.saturating_sub(1)
         } else {

@@ -8,8 +8,11 @@
 //!   one of them in the sentence itself unless the title names the whole
 //!   dimension. "Training itself is cheap" (model training) is not about
 //!   "staff training"; "the audit trail" is not about "training" at all.
-//! - Under the **goal as a whole** (no dimension asked), a sentence with its
-//!   note's title must cover at least [`GOAL_SHARE`] of the goal's weight.
+//! - Under the **goal as a whole** (no dimension asked) or a user's own
+//!   sub-question, the sentence's passage with its note's title must cover
+//!   at least [`GOAL_SHARE`] of the weight of one of the question's clauses
+//!   ([`facets`]) and [`BEST_SHARE`] of what the best passage retrieved
+//!   covers, and the sentence must hold one of its words or a figure.
 //!   A question whose distinctive words the notes never use ("laid off")
 //!   finds nothing, whatever else it shares with them.
 //! - Either way the note must be **on topic**: it names one of the
@@ -31,8 +34,14 @@ use super::asked::Asked;
 
 /// Share of a dimension's weight a sentence (with its note's title) must cover.
 pub(crate) const DIMENSION_SHARE: f64 = 0.7;
-/// Share of the goal's weight a sentence (with its note's title) must cover.
+/// Share of a question clause's weight a passage (with its note's title)
+/// must cover at least, and share of the best passage's coverage it must
+/// reach: only the passages that match the question best are quoted.
 pub(crate) const GOAL_SHARE: f64 = 0.5;
+/// See [`GOAL_SHARE`].
+pub(crate) const BEST_SHARE: f64 = 0.75;
+/// Most of a question's weight that may lie in words no note uses.
+pub(crate) const MAX_UNKNOWN_SHARE: f64 = 0.34;
 /// Share of the goal's context weight an on-topic note covers (when it names
 /// none of the alternatives).
 pub(crate) const TOPIC_SHARE: f64 = 0.1;
@@ -44,6 +53,14 @@ pub(crate) const COHESION_SHARE: f64 = 0.75;
 /// Words that say what to do, not what about (stems are compared).
 const TASK_WORDS: &[&str] = &[
     "about",
+    "adopt",
+    "choose",
+    "pick",
+    "select",
+    "switch",
+    "prefer",
+    "go",
+    "opt",
     "advise",
     "analyse",
     "analyze",
@@ -317,8 +334,6 @@ pub(crate) struct Topic {
     pub(crate) entities: Vec<Vec<String>>,
     /// The goal's other content stems (not dimensions, not task words).
     pub(crate) context: Vec<String>,
-    /// The goal's content stems, all of them.
-    pub(crate) goal: Vec<String>,
 }
 
 impl Topic {
@@ -333,7 +348,6 @@ impl Topic {
                 .filter(|w| !dimension_words.contains(w))
                 .cloned()
                 .collect(),
-            goal: goal_words,
         }
     }
 }
@@ -362,20 +376,47 @@ pub(crate) fn about_dimension(
             >= DIMENSION_SHARE
 }
 
-/// Whether a sentence of note `note_id` answers the goal as a whole.
-pub(crate) fn about_goal(
-    lexicon: &Lexicon,
-    topic: &Topic,
-    sentence: &[String],
-    note_id: &str,
-) -> bool {
-    if topic.goal.is_empty() || !topic.goal.iter().any(|t| mentions(sentence, t)) {
-        return false;
+/// The facets of a question: its clauses ("What is the latency budget,
+/// and what did the pilot measure at p95?" has two), each as its content
+/// stems. A clause of fewer than two words is no facet of its own.
+pub(crate) fn facets(question: &str) -> Vec<Vec<String>> {
+    let mut parts: Vec<String> = vec![question.to_owned()];
+    for sep in ["?", ";", ", and ", ", but ", " 그리고 "] {
+        parts = parts
+            .iter()
+            .flat_map(|p| p.split(sep).map(str::to_owned).collect::<Vec<_>>())
+            .collect();
     }
+    let mut out: Vec<Vec<String>> = parts
+        .iter()
+        .map(|p| content(p))
+        .filter(|f| f.len() >= 2)
+        .collect();
+    let whole = content(question);
+    if !whole.is_empty() && !out.contains(&whole) {
+        out.push(whole);
+    }
+    out
+}
+
+/// Whether the notes could answer a facet at all: no more than
+/// [`MAX_UNKNOWN_SHARE`] of its weight lies in words no note uses. "How
+/// many agents will be laid off?" over notes that never say "laid off" is
+/// never answered, whatever else it shares with them.
+pub(crate) fn answerable(lexicon: &Lexicon, facet: &[String]) -> bool {
+    !facet.is_empty() && lexicon.share(facet, &|t| !lexicon.knows(t)) <= MAX_UNKNOWN_SHARE
+}
+
+/// The share of a facet's weight a passage of note `note_id`, with the
+/// note's title, covers.
+pub(crate) fn coverage(
+    lexicon: &Lexicon,
+    facet: &[String],
+    passage: &[String],
+    note_id: &str,
+) -> f64 {
     let title = lexicon.title_words(note_id);
-    lexicon.share(&topic.goal, &|t| {
-        mentions(sentence, t) || mentions(title, t)
-    }) >= GOAL_SHARE
+    lexicon.share(facet, &|t| mentions(passage, t) || mentions(title, t))
 }
 
 #[cfg(test)]
@@ -462,15 +503,12 @@ mod tests {
         let topic = Topic::of("Kafka or SQS? Consider cost.", &asked);
         assert!(lx.on_topic(&topic, "cost"));
         assert!(!lx.on_topic(&topic, "party"));
-        let nonsense = Topic::of(
-            "How many engineers will be laid off in 2025?",
-            &Asked::default(),
-        );
-        assert!(!about_goal(
-            &lx,
-            &nonsense,
-            &words("Engineers spend two days on the Kafka course."),
-            "train"
-        ));
+        let nonsense = facets("How many engineers will be laid off in 2025?");
+        assert!(nonsense.iter().all(|f| !answerable(&lx, f)), "{nonsense:?}");
+        let two = facets("What does SQS cost a month, and how many Kafka messages a second?");
+        assert_eq!(two.len(), 3, "{two:?}");
+        let passage = words("Kafka brokers held 40,000 messages a second.");
+        assert!(answerable(&lx, &two[1]));
+        assert!(coverage(&lx, &two[1], &passage, "load") > 0.99);
     }
 }

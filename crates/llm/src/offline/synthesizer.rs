@@ -15,7 +15,7 @@ use stepwise_core::roles::{Reply, Report, RoleError, Synthesizer};
 use stepwise_core::{Evidence, RunState, StepId, StepStatus};
 
 use super::gap_for;
-use super::judge::Lens;
+use super::judge::{Lens, Rank};
 use super::relevance::Lexicon;
 use super::search::contradictions;
 
@@ -53,7 +53,7 @@ fn picks_for(
     limit: usize,
     used: &[String],
 ) -> Vec<Pick> {
-    let mut ranked: Vec<((usize, usize, usize), Pick)> = Vec::new();
+    let mut ranked: Vec<(Rank, Pick)> = Vec::new();
     for step in state
         .plan
         .steps

@@ -14,8 +14,9 @@
 //!   `throughput` is not `through` (`put` is a word, not an ending).
 //! - Hangul words lose the particles and endings attached to them
 //!   (`생산성이` → `생산성`, `보안을` → `보안`, `도입했다` → `도입`), keeping at
-//!   least two syllables; a Korean term then matches a word that contains it
-//!   (`비용` in `운영비용은`), since Korean writes compounds as one word.
+//!   least two syllables; a Korean term then matches a compound word whose
+//!   head it is (`비용` in `운영비용은`) or that it starts with a known tail
+//!   (`보안팀`), not one it merely starts (`안전재고` is stock, not safety).
 //!
 //! The rules are small enough to predict by hand; the table in the tests is
 //! the specification.
@@ -204,11 +205,29 @@ fn root(stem: &str) -> &str {
 /// Letters a [`root`] keeps at least.
 const MIN_ROOT: usize = 5;
 
+/// Nouns that may follow a Korean term inside one compound word without
+/// changing what it is about: 보안팀 is about 보안, 운영비용 about 비용 (the
+/// term last), but 안전재고 (safety stock) is about 재고, not 안전.
+const HANGUL_COMPOUND_TAILS: &[&str] = &[
+    "팀", "적", "상", "면", "성", "부", "실", "사고", "점검", "정책", "교육", "규정", "수준",
+    "관리", "담당", "위협", "검토", "문제", "항목", "조사", "점수", "비용",
+];
+
+/// Whether a Hangul word mentions a Korean term: it is the term, ends with
+/// it (the compound's head), or is the term followed by one of
+/// [`HANGUL_COMPOUND_TAILS`].
+fn hangul_mentions(word: &str, term: &str) -> bool {
+    word.ends_with(term)
+        || word
+            .strip_prefix(term)
+            .is_some_and(|rest| rest.is_empty() || HANGUL_COMPOUND_TAILS.contains(&rest))
+}
+
 /// Whether `term` (a stem) is mentioned by one of `words` (stems): a
 /// variant of it, or for a Korean term, a word containing it.
 pub fn mentions(words: &[String], term: &str) -> bool {
     if term.chars().any(is_hangul) {
-        return words.iter().any(|w| w.contains(term));
+        return words.iter().any(|w| hangul_mentions(w, term));
     }
     words.iter().any(|w| same_stem(w, term))
 }
@@ -261,6 +280,9 @@ mod tests {
         assert!(mentions(&words("운영비용은 월 300만 원이다"), "비용"));
         assert!(mentions(&words("생산성이 12% 올랐다"), &stem("생산성")));
         assert!(!mentions(&words("보안 점검을 마쳤다"), "비용"));
+        assert!(mentions(&words("보안팀은 점검을 마쳤다"), "보안"));
+        assert!(!mentions(&words("안전재고를 7일분으로 늘린다"), "안전"));
+        assert!(!mentions(&words("생산직 직원의 불만"), &stem("생산성")));
     }
 
     #[test]
