@@ -232,6 +232,14 @@ impl<W: Write> Progress<W> {
                 (n, 0) => format!("report written ({n} evidence)"),
                 (n, r) => format!("report written ({n} evidence, {r} rejected)"),
             },
+            K::NeedsReview {
+                reason,
+                brief: Some(brief),
+                ..
+            } => format!(
+                "needs review: {reason} (partial brief, {} evidence)",
+                brief.evidence.len()
+            ),
             K::NeedsReview { reason, .. } => format!("needs review: {reason}"),
             K::RunFailed { error, .. } => format!("run failed: {error}"),
             K::PlanReviewRequested { version } => format!("plan v{version} waits for review"),

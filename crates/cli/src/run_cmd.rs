@@ -161,7 +161,13 @@ pub(crate) fn resume(args: &ResumeArgs, db_flag: Option<&PathBuf>) -> anyhow::Re
             ));
         }
         let host = Host::of(&state)?;
-        let (changed, new_host) = host_changes(&state, &host)?;
+        // Only a run stopped for review needs a reason to go on; a crashed or
+        // paused one resumes as it is.
+        let (changed, new_host) = if state.status == RunStatus::NeedsReview {
+            host_changes(&state, &host)?
+        } else {
+            (Vec::new(), Value::Null)
+        };
         let options = ResumeOptions {
             by: db::person(),
             max_replans: args.max_replans,

@@ -767,6 +767,72 @@ mod tests {
     }
 
     #[test]
+    fn logs_written_before_partial_briefs_and_resume_changes_still_load() {
+        let old = [
+            r#"{"seq":2,"at":"2025-01-01T00:00:00Z","kind":"run_resumed","by":"a","max_replans":null,"max_steps":null}"#,
+            r#"{"seq":3,"at":"2025-01-01T00:00:01Z","kind":"needs_review","reason":"stuck"}"#,
+        ];
+        let mut s = RunState::default();
+        s.apply(&started()).unwrap();
+        for line in old {
+            let event: Event = serde_json::from_str(line).unwrap();
+            s.apply(&event).unwrap();
+        }
+        assert_eq!(s.status, RunStatus::NeedsReview);
+        assert_eq!(s.final_report, None);
+        assert_eq!(s.blocked_reason.as_deref(), Some("stuck"));
+        // And the new fields stay out of the JSON when unused.
+        let text = serde_json::to_string(&s.execution_history[2]).unwrap();
+        assert!(
+            !text.contains("brief") && !text.contains("ask_again"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_partial_brief_becomes_the_report_of_a_run_that_needs_review() {
+        let mut s = RunState::default();
+        s.apply(&started()).unwrap();
+        let brief = crate::event::Brief {
+            report: "## Found\n\n- a fact [n]".into(),
+            evidence: vec![Evidence {
+                source_id: "n".into(),
+                step: "a".into(),
+                quote: "a fact".into(),
+            }],
+            rejected_evidence: Vec::new(),
+        };
+        s.apply(&ev(
+            2,
+            EventKind::NeedsReview {
+                reason: "bounds".into(),
+                usage: Usage::default(),
+                brief: Some(Box::new(brief)),
+                ask_again: false,
+            },
+        ))
+        .unwrap();
+        assert_eq!(s.status, RunStatus::NeedsReview);
+        assert_eq!(s.final_report.as_deref(), Some("## Found\n\n- a fact [n]"));
+        assert_eq!(s.evidence.len(), 1);
+        // Resumed, the run goes on: the brief was of the stop.
+        s.apply(&ev(
+            3,
+            EventKind::RunResumed {
+                by: "a".into(),
+                max_replans: Some(2),
+                max_steps: None,
+                changed: vec!["max_replans raised from 1 to 2".into()],
+                host: serde_json::json!({"notes": "/n"}),
+            },
+        ))
+        .unwrap();
+        assert_eq!(s.final_report, None);
+        assert!(s.evidence.is_empty());
+        assert_eq!(s.host, serde_json::json!({"notes": "/n"}));
+    }
+
+    #[test]
     fn illegal_step_transitions_in_the_log_are_refused() {
         let mut s = RunState::default();
         s.apply(&started()).unwrap();

@@ -460,6 +460,92 @@ async fn a_breakpoint_at_max_replans_resumes_with_a_higher_bound() {
 }
 
 #[tokio::test]
+async fn an_unchanged_resume_of_a_needs_review_run_records_nothing_and_a_changed_one_goes_on() {
+    let mut setup = Setup::new(vec![read("a", &[])]);
+    setup.assessments = vec![Assessment::gap("thin")];
+    setup.replans = vec![vec![read("a2", &[])]];
+    let store = Arc::new(MemoryStore::new());
+    let sink = Arc::new(StoreSink::new(store.clone(), None));
+    let constraints = Constraints {
+        max_replans: Some(0),
+        ..Constraints::default()
+    };
+    let stopped = setup
+        .engine(&store, sink, true)
+        .run("demo", constraints)
+        .await
+        .unwrap();
+    assert_eq!(stopped.status, RunStatus::NeedsReview);
+    // Seed 000: past the replan cap, the person is asked to simplify.
+    let why = stopped.blocked_reason.clone().unwrap();
+    assert!(why.contains("please simplify it or narrow it"), "{why}");
+    // It still returns its partial brief, citing what succeeded.
+    assert!(
+        stopped
+            .final_report
+            .as_deref()
+            .unwrap()
+            .contains("text of a")
+    );
+    assert_eq!(stopped.evidence.len(), 1);
+
+    // Nothing changed (a bound "raised" to what it is is no change).
+    for options in [
+        ResumeOptions::default(),
+        ResumeOptions {
+            max_replans: Some(0),
+            ..ResumeOptions::default()
+        },
+    ] {
+        let sink = Arc::new(StoreSink::new(store.clone(), None));
+        let err = setup
+            .engine(&store, sink, true)
+            .resume(stopped.clone(), options)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                stepwise_core::EngineError::Unchanged {
+                    max_replans: 0,
+                    max_steps: 20
+                }
+            ),
+            "{err}"
+        );
+    }
+    let saved = store.state(&stopped.run_id).await.unwrap();
+    assert_eq!(saved, stopped, "nothing was recorded");
+
+    // The resuming program says its sources changed: the run goes on (and
+    // stops again at the same bound), recording what changed and the new host.
+    setup.assessments = vec![Assessment::ok("better")];
+    let sink = Arc::new(StoreSink::new(store.clone(), None));
+    let options = ResumeOptions {
+        by: "alice".into(),
+        changed: vec!["the sources changed".into()],
+        host: json!({"fingerprint": "new"}),
+        ..ResumeOptions::default()
+    };
+    let state = setup
+        .engine(&store, sink, true)
+        .resume(saved, options)
+        .await
+        .unwrap();
+    let resumed = state
+        .execution_history
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::RunResumed { changed, host, .. } => Some((changed.clone(), host.clone())),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(resumed.0, ["the sources changed"]);
+    assert_eq!(state.host, json!({"fingerprint": "new"}));
+    assert_eq!(store.state(&state.run_id).await.unwrap(), state);
+}
+
+#[tokio::test]
 async fn finished_runs_are_not_resumable() {
     let setup = Setup::new(vec![read("a", &[])]);
     let store = Arc::new(MemoryStore::new());
