@@ -272,11 +272,18 @@ impl Run<'_> {
         });
         if let Some(reason) = review
             && self.held.is_none()
+            && matches!(
+                self.driver(),
+                Driver::Graph {
+                    replanning: true,
+                    ..
+                }
+            )
             && self.state.plan.steps.iter().all(|s| s.status.is_final())
         {
             // It stopped with its plan done (say, a report that cited
             // nothing): with something changed, look again rather than
-            // write the same report.
+            // write the same report (plan-solve never replans).
             self.held = Some((Verdict::Replan, format!("resumed after review: {reason}")));
         }
         if self.busy() {
