@@ -111,8 +111,9 @@ pub(crate) struct Quote {
     pub(crate) sentence: String,
     /// Higher first: whether it gives a figure a question of quantity asks
     /// for, how many of the question's words it holds, whether it names the
-    /// goal's subject, whether it gives a figure at all, how much of the
-    /// context it shares.
+    /// goal's subject, how much of the goal's context it shares (a cost
+    /// section on adopting RAG leads with RAG's cost, not the other
+    /// option's), whether it gives a figure at all.
     pub(crate) rank: Rank,
 }
 
@@ -290,8 +291,8 @@ impl<'a> Lens<'a> {
                             usize::from(quantity && figure),
                             count(&question),
                             names_subject,
-                            usize::from(figure),
                             count(&self.topic.context),
+                            usize::from(figure),
                         ),
                     });
                 }
