@@ -1223,3 +1223,15 @@ fn honest_briefs_on_the_korean_remote_work_corpus() {
 fn honest_briefs_on_the_korean_warehouse_corpus() {
     check_corpus("warehouse-ko");
 }
+
+#[test]
+#[ignore = "issue 10 blind corpus: iPad (an option not asked) cited under battery life (precision 89%); durability, named only in note section headings, found nowhere (coverage 69%); nonsense 'pie contest' question ends ok citing the unrelated picnic note"]
+fn honest_briefs_on_the_laptops_en_corpus() {
+    check_corpus("laptops-en");
+}
+
+#[test]
+#[ignore = "issue 10 blind corpus: '전기버스와 수소버스를 주행거리와 소음 측면에서' yields sections 전기버스 / 수소버스를 주행거리; 비용 cites only the road-repair decoy (보수 비용); in-passing and other-option decoys cited (precision 74-77%, coverage 69%)"]
+fn honest_briefs_on_the_ebus_ko_corpus() {
+    check_corpus("ebus-ko");
+}
