@@ -202,6 +202,24 @@ fn lists_in(clause: &str) -> (Vec<String>, Vec<String>) {
         return (dimensions, dedup(entities));
     }
     if let Some(list) = korean_list(clause) {
+        // "전기버스와 수소버스를 주행거리와 소음 (측면에서)": the object before
+        // the list is what is compared, the list after it the dimensions.
+        let words: Vec<&str> = list.split_whitespace().collect();
+        let list = match words
+            .iter()
+            .rposition(|w| (w.ends_with('을') || w.ends_with('를')) && w.chars().count() >= 3)
+        {
+            Some(at) if at + 1 < words.len() => {
+                let object = words[..=at].join(" ");
+                let object = object.trim_end_matches(['을', '를']);
+                let compared = split_items(object);
+                if compared.len() >= 2 {
+                    entities.extend(compared);
+                }
+                words[at + 1..].join(" ")
+            }
+            _ => list,
+        };
         let items = split_items(&list);
         if let Some((ents, dims)) = korean_of_split(&items) {
             entities.extend(ents);
@@ -574,6 +592,9 @@ mod tests {
         let a = asked("자동화 설비, 인력 충원, 외주 중에서 무엇이 나은가? 비용과 안전을 검토하라.");
         assert_eq!(a.entities, ["자동화 설비", "인력 충원", "외주"]);
         assert_eq!(a.dimensions, ["비용", "안전"]);
+        let a = asked("전기버스와 수소버스를 주행거리와 소음 측면에서 비교해 줘.");
+        assert_eq!(a.dimensions, ["주행거리", "소음"]);
+        assert_eq!(a.entities, ["전기버스", "수소버스"]);
     }
 
     #[test]

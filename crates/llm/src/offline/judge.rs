@@ -30,6 +30,28 @@ pub(crate) fn query_of(step: &Step) -> String {
         .to_owned()
 }
 
+/// The items of a bulleted list that reached us as one line ("- 모델: … -
+/// 차량 가격: …", a list without full stops): each item is a claim of its
+/// own. Anything else is itself.
+fn bullet_items(sentence: &str) -> Vec<&str> {
+    let Some(marker) = ["- ", "* "].into_iter().find(|m| sentence.starts_with(m)) else {
+        return vec![sentence];
+    };
+    let separator = format!(" {marker}");
+    let mut out = Vec::new();
+    let mut rest = sentence;
+    while let Some(at) = rest
+        .get(2..)
+        .and_then(|r| r.find(&separator))
+        .map(|i| i + 2)
+    {
+        out.push(rest[..at].trim());
+        rest = rest[at + 1..].trim_start();
+    }
+    out.push(rest.trim());
+    out
+}
+
 /// A sentence without the list marker it had in the note ("- **Kafka**: …"
 /// → "**Kafka**: …"), so the brief's own bullet is the only one. What is
 /// left is still verbatim from the note.
@@ -58,6 +80,48 @@ fn unbulleted(sentence: &str) -> &str {
     }
 }
 
+/// Words that are capitalised without being names.
+const NOT_NAMES: &[&str] = &[
+    "I",
+    "Monday",
+    "Tuesday",
+    "Wednesday",
+    "Thursday",
+    "Friday",
+    "Saturday",
+    "Sunday",
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+    "Q1",
+    "Q2",
+    "Q3",
+    "Q4",
+];
+
+/// Whether a word looks like a product or brand name: capitalised Latin
+/// with a lowercase rest ("iPad", "Surface", "PubSub"), or an acronym.
+fn is_name_word(word: &str) -> bool {
+    let mut chars = word.chars();
+    let Some(first) = chars.next() else {
+        return false;
+    };
+    word.chars().count() >= 2
+        && word.chars().all(|c| c.is_ascii_alphanumeric())
+        && (first.is_ascii_uppercase() || word.chars().skip(1).any(|c| c.is_ascii_uppercase()))
+        && word.chars().any(|c| c.is_ascii_alphabetic())
+        && !NOT_NAMES.contains(&word)
+}
+
 /// Whether a sentence states something: it ends like a sentence (a full
 /// stop, or a Korean ending such as 다/요), not like a byline, a date line
 /// or a table row ("정보보안팀, 5월 28일", "From: Aisha Okafor").
@@ -66,10 +130,45 @@ fn is_statement(sentence: &str) -> bool {
         .trim_end_matches(['"', '\'', '”', '’', ')', '*', '_'])
         .chars()
         .last();
+    let last_word = sentence.split_whitespace().last().unwrap_or_default();
     matches!(
         end,
         Some('.' | '!' | '?' | '。' | '다' | '요' | '음' | '함' | '임' | '됨')
     ) && sentence.split_whitespace().count() >= 3
+        && !ABBREVIATIONS.contains(&last_word)
+        && !defers(sentence)
+}
+
+/// Words whose full stop does not end a sentence: a "sentence" ending in
+/// one was cut short ("… cost per device (Mr.").
+const ABBREVIATIONS: &[&str] = &[
+    "Mr.", "(Mr.", "Mrs.", "(Mrs.", "Ms.", "(Ms.", "Dr.", "(Dr.", "St.", "vs.", "e.g.", "i.e.",
+    "etc.", "approx.", "No.", "p.",
+];
+
+/// Phrases that put a topic off rather than say anything about it: "will
+/// be discussed at the next meeting", "asked that it be put on the agenda",
+/// "다음 회의에서 논의하기로 했다".
+const DEFERRALS: &[&str] = &[
+    "on the agenda",
+    "will be discussed",
+    "to be discussed",
+    "at the next meeting",
+    "for the next meeting",
+    "to be decided",
+    "will follow up",
+    "action item",
+    "논의하기로",
+    "다음 회의",
+    "추후 논의",
+    "논의할 예정",
+    "안건으로",
+];
+
+/// Whether a sentence only defers its topic.
+fn defers(sentence: &str) -> bool {
+    let lower = sentence.to_lowercase();
+    DEFERRALS.iter().any(|d| lower.contains(d))
 }
 
 /// A question clause and the share of its weight a passage covers.
@@ -166,6 +265,8 @@ pub(crate) struct Lens<'a> {
     pub(crate) lexicon: &'a Lexicon,
     pub(crate) asked: Asked,
     pub(crate) topic: Topic,
+    /// The goal, lowercased, to tell its own names from others.
+    goal_lower: String,
 }
 
 impl<'a> Lens<'a> {
@@ -177,6 +278,7 @@ impl<'a> Lens<'a> {
             lexicon,
             asked,
             topic,
+            goal_lower: state.goal.to_lowercase(),
         }
     }
 
@@ -201,16 +303,25 @@ impl<'a> Lens<'a> {
         &self,
         description: &str,
         sentence: &str,
+        passage: &str,
         facet: Option<FacetCover<'_>>,
         best: f64,
         note_id: &str,
     ) -> bool {
-        if !self.lexicon.on_topic(&self.topic, note_id) {
+        if !self.lexicon.on_topic(&self.topic, note_id) || self.names_another(sentence) {
             return false;
         }
         let ws = words(sentence);
         if let Some(d) = self.asked.dimension_of(description) {
-            return about_dimension(self.lexicon, d, &ws, note_id);
+            return about_dimension(self.lexicon, d, &ws, note_id, passage);
+        }
+        let names_entity = self
+            .topic
+            .entities
+            .iter()
+            .any(|e| !e.is_empty() && e.iter().all(|t| mentions(&ws, t)));
+        if !self.lexicon.cohesive(note_id) && !names_entity {
+            return false;
         }
         facet.is_some_and(|(facet, covered)| {
             covered >= GOAL_SHARE
@@ -218,6 +329,31 @@ impl<'a> Lens<'a> {
                 && (facet.iter().any(|t| mentions(&ws, t))
                     || sentence.chars().any(|c| c.is_ascii_digit()))
         })
+    }
+
+    /// Whether a sentence is about another named thing than the goal's
+    /// alternatives: when the goal compares named options, a sentence that
+    /// names something else by name (an option not asked, "the iPad") and
+    /// none of them is evidence on that other thing.
+    fn names_another(&self, sentence: &str) -> bool {
+        if self.asked.entities.is_empty() {
+            return false;
+        }
+        let ws = words(sentence);
+        if self
+            .topic
+            .entities
+            .iter()
+            .any(|e| !e.is_empty() && e.iter().all(|t| mentions(&ws, t)))
+        {
+            return false;
+        }
+        let goal = self.goal_lower.as_str();
+        sentence
+            .split_whitespace()
+            .skip(1)
+            .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()))
+            .any(|w| is_name_word(w) && !goal.contains(&w.to_lowercase()))
     }
 
     /// The words that rank a sentence for `description`.
@@ -249,7 +385,12 @@ impl<'a> Lens<'a> {
                         let ws = words(p);
                         facets
                             .iter()
-                            .map(|f| (f.as_slice(), coverage(self.lexicon, f, &ws, &hit.note_id)))
+                            .map(|f| {
+                                (
+                                    f.as_slice(),
+                                    coverage(self.lexicon, f, (&ws, p), &hit.note_id),
+                                )
+                            })
                             .max_by(|a, b| a.1.total_cmp(&b.1))
                     })
                     .collect()
@@ -264,9 +405,13 @@ impl<'a> Lens<'a> {
         let mut quotes: Vec<Quote> = Vec::new();
         for (hit, hit_cover) in good.iter().zip(&covered) {
             for (passage, facet) in hit.passages.iter().zip(hit_cover) {
-                for sentence in sentences(passage) {
-                    let sentence = unbulleted(sentence);
-                    if !is_statement(sentence)
+                for raw in sentences(passage).into_iter().flat_map(bullet_items) {
+                    let sentence = unbulleted(raw);
+                    // A list item states its fact without a full stop.
+                    let item = sentence.len() < raw.len()
+                        && sentence.split_whitespace().count() >= 3
+                        && !defers(sentence);
+                    if !(is_statement(sentence) || item)
                         || (!hit.title.is_empty() && sentence.contains(hit.title.as_str()))
                         || quotes
                             .iter()
@@ -274,7 +419,14 @@ impl<'a> Lens<'a> {
                     {
                         continue;
                     }
-                    if !self.about(&step.description, sentence, *facet, best, &hit.note_id) {
+                    if !self.about(
+                        &step.description,
+                        sentence,
+                        passage,
+                        *facet,
+                        best,
+                        &hit.note_id,
+                    ) {
                         continue;
                     }
                     let ws = words(sentence);

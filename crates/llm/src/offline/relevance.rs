@@ -18,7 +18,11 @@
 //! - Either way the note must be **on topic**: it names one of the
 //!   alternatives compared, shares at least [`TOPIC_SHARE`] of the weight of
 //!   the goal's context words that the notes use at all, or belongs with the
-//!   rest of the corpus ([`COHESION_SHARE`]). An office-party note that mentions a cost is not
+//!   rest of the corpus ([`COHESION_SHARE`]); for a question without
+//!   dimensions, it must belong with the corpus or name an alternative (a
+//!   question about the office party is not what the notes are for).
+//! - A note's **title and the heading** a passage sits under frame it: a
+//!   paragraph under "## Durability" is about durability. An office-party note that mentions a cost is not
 //!   evidence on a broker's cost.
 //!
 //! The query a step searched for plays no part: a reformulated search is
@@ -179,6 +183,8 @@ struct Built {
     note_words: HashMap<String, Vec<String>>,
     /// Note id → its title's stems.
     titles: HashMap<String, Vec<String>>,
+    /// (note id, passage) → the stems of the heading the passage is under.
+    headings: HashMap<(String, String), Vec<String>>,
     /// Stem → search terms (as the search index tokenises them) that have it.
     surface: BTreeMap<String, BTreeSet<String>>,
     /// Note id → its cohesion: the weight of its words that other notes
@@ -203,6 +209,11 @@ impl Lexicon {
                 notes: self.corpus.notes().len(),
                 ..Built::default()
             };
+            // Cohesion is measured on search terms (Korean as character
+            // bigrams), which other notes share whatever particles they
+            // attach, so it reads the same in every language.
+            let mut token_df: HashMap<String, usize> = HashMap::new();
+            let mut note_tokens: Vec<(String, Vec<String>)> = Vec::new();
             for note in self.corpus.notes() {
                 let all = words(&format!("{}\n{}", note.title, note.text));
                 for w in &all {
@@ -210,24 +221,35 @@ impl Lexicon {
                 }
                 b.note_words.insert(note.id.clone(), all);
                 b.titles.insert(note.id.clone(), words(&note.title));
-                for t in stepwise_tools::notes::tokenize(&format!("{}\n{}", note.title, note.text))
+                for (passage, heading) in
+                    stepwise_tools::notes::passages::split_sections(&note.text)
                 {
-                    if t.chars().all(|c| c.is_ascii_alphanumeric()) {
-                        b.surface.entry(stem(&t)).or_default().insert(t);
+                    if let Some(h) = heading.filter(|h| *h != note.title) {
+                        b.headings.insert((note.id.clone(), passage), words(&h));
                     }
                 }
+                let mut tokens: Vec<String> =
+                    stepwise_tools::notes::tokenize(&format!("{}\n{}", note.title, note.text));
+                for t in &tokens {
+                    if t.chars().all(|c| c.is_ascii_alphanumeric()) {
+                        b.surface.entry(stem(t)).or_default().insert(t.clone());
+                    }
+                }
+                tokens.sort();
+                tokens.dedup();
+                for t in &tokens {
+                    *token_df.entry(t.clone()).or_default() += 1;
+                }
+                note_tokens.push((note.id.clone(), tokens));
             }
             let idf =
                 |df: usize| (1.0 + (b.notes as f64 - df as f64 + 0.5) / (df as f64 + 0.5)).ln();
             let mut all: Vec<f64> = Vec::new();
-            for (id, ws) in &b.note_words {
-                let weight = |w: &String| idf(b.df.get(w).copied().unwrap_or(0));
-                let total: f64 = ws.iter().map(weight).sum();
-                let shared: f64 = ws
-                    .iter()
-                    .filter(|w| b.df.get(*w).copied().unwrap_or(0) >= 2)
-                    .map(weight)
-                    .sum();
+            for (id, ts) in &note_tokens {
+                let df = |t: &String| token_df.get(t).copied().unwrap_or(0);
+                let weight = |t: &String| idf(df(t));
+                let total: f64 = ts.iter().map(weight).sum();
+                let shared: f64 = ts.iter().filter(|t| df(t) >= 2).map(weight).sum();
                 let c = if total > 0.0 { shared / total } else { 0.0 };
                 b.cohesion.insert(id.clone(), c);
                 all.push(c);
@@ -260,6 +282,26 @@ impl Lexicon {
             .titles
             .get(note_id)
             .map_or(&[][..], Vec::as_slice)
+    }
+
+    /// The stems of what frames a passage: its note's title and the heading
+    /// it is under.
+    pub(crate) fn frame_words(&self, note_id: &str, passage: &str) -> Vec<String> {
+        let mut out = self.title_words(note_id).to_vec();
+        if let Some(h) = self
+            .built()
+            .headings
+            .get(&(note_id.to_owned(), passage.to_owned()))
+        {
+            out.extend(h.iter().cloned());
+        }
+        out
+    }
+
+    /// Whether a note belongs with the rest of the corpus (see [`Lexicon::on_topic`]).
+    pub(crate) fn cohesive(&self, note_id: &str) -> bool {
+        let b = self.built();
+        b.cohesion.get(note_id).copied().unwrap_or(0.0) >= COHESION_SHARE * b.median_cohesion
     }
 
     /// Whether any note uses `term` (a stem) or a variant of it.
@@ -320,10 +362,9 @@ impl Lexicon {
             .filter(|t| self.knows(t))
             .cloned()
             .collect();
-        let b = self.built();
-        let cohesive =
-            b.cohesion.get(note_id).copied().unwrap_or(0.0) >= COHESION_SHARE * b.median_cohesion;
-        known.is_empty() || cohesive || self.share(&known, &|t| mentions(note, t)) >= TOPIC_SHARE
+        known.is_empty()
+            || self.cohesive(note_id)
+            || self.share(&known, &|t| mentions(note, t)) >= TOPIC_SHARE
     }
 }
 
@@ -352,12 +393,14 @@ impl Topic {
     }
 }
 
-/// Whether a sentence of note `note_id` is about `dimension`.
+/// Whether a sentence of `passage` in note `note_id` is about `dimension`;
+/// the note's title and the passage's heading count as naming it.
 pub(crate) fn about_dimension(
     lexicon: &Lexicon,
     dimension: &str,
     sentence: &[String],
     note_id: &str,
+    passage: &str,
 ) -> bool {
     let terms = content(dimension);
     let terms = if terms.is_empty() {
@@ -368,11 +411,11 @@ pub(crate) fn about_dimension(
     if terms.is_empty() {
         return false;
     }
-    let title = lexicon.title_words(note_id);
-    let title_names_it = terms.iter().all(|t| mentions(title, t));
+    let frame = lexicon.frame_words(note_id, passage);
+    let frame_names_it = terms.iter().all(|t| mentions(&frame, t));
     let in_sentence = terms.iter().any(|t| mentions(sentence, t));
-    (in_sentence || title_names_it)
-        && lexicon.share(&terms, &|t| mentions(sentence, t) || mentions(title, t))
+    (in_sentence || frame_names_it)
+        && lexicon.share(&terms, &|t| mentions(sentence, t) || mentions(&frame, t))
             >= DIMENSION_SHARE
 }
 
@@ -407,16 +450,16 @@ pub(crate) fn answerable(lexicon: &Lexicon, facet: &[String]) -> bool {
     !facet.is_empty() && lexicon.share(facet, &|t| !lexicon.knows(t)) <= MAX_UNKNOWN_SHARE
 }
 
-/// The share of a facet's weight a passage of note `note_id`, with the
-/// note's title, covers.
+/// The share of a facet's weight a passage of note `note_id` (its words
+/// and its text), with the note's title and the passage's heading, covers.
 pub(crate) fn coverage(
     lexicon: &Lexicon,
     facet: &[String],
-    passage: &[String],
+    passage: (&[String], &str),
     note_id: &str,
 ) -> f64 {
-    let title = lexicon.title_words(note_id);
-    lexicon.share(facet, &|t| mentions(passage, t) || mentions(title, t))
+    let frame = lexicon.frame_words(note_id, passage.1);
+    lexicon.share(facet, &|t| mentions(passage.0, t) || mentions(&frame, t))
 }
 
 #[cfg(test)]
@@ -469,7 +512,7 @@ mod tests {
     #[test]
     fn a_dimension_needs_its_own_words() {
         let lx = lexicon();
-        let about = |d: &str, s: &str, id: &str| about_dimension(&lx, d, &words(s), id);
+        let about = |d: &str, s: &str, id: &str| about_dimension(&lx, d, &words(s), id, s);
         assert!(!about(
             "staff training",
             "Kafka keeps an audit trail for seven years.",
@@ -509,6 +552,6 @@ mod tests {
         assert_eq!(two.len(), 3, "{two:?}");
         let passage = words("Kafka brokers held 40,000 messages a second.");
         assert!(answerable(&lx, &two[1]));
-        assert!(coverage(&lx, &two[1], &passage, "load") > 0.99);
+        assert!(coverage(&lx, &two[1], (&passage, ""), "load") > 0.99);
     }
 }

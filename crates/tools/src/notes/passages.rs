@@ -15,18 +15,34 @@ pub const MAX_PASSAGE_CHARS: usize = 600;
 /// The passages of `text`, in order, trimmed. Never empty for a text with any
 /// non-blank content: a note that is only headings yields those headings.
 pub fn split_passages(text: &str) -> Vec<String> {
+    split_sections(text).into_iter().map(|(p, _)| p).collect()
+}
+
+/// The passages of `text` with the heading each falls under (the nearest
+/// Markdown heading above it, if any), so a passage can be judged by the
+/// section it is in ("## Durability" over a paragraph that never says it).
+pub fn split_sections(text: &str) -> Vec<(String, Option<String>)> {
     let paragraphs = paragraphs(text);
     let mut passages = Vec::new();
-    for paragraph in paragraphs.iter().filter(|p| !is_heading(p)) {
+    let mut heading: Option<String> = None;
+    for paragraph in &paragraphs {
+        if let Some(h) = heading_text(paragraph) {
+            heading = Some(h.to_owned());
+            continue;
+        }
         if paragraph.chars().count() <= MAX_PASSAGE_CHARS {
-            passages.push(paragraph.clone());
+            passages.push((paragraph.clone(), heading.clone()));
         } else {
-            passages.extend(pack_sentences(&sentences(paragraph)));
+            passages.extend(
+                pack_sentences(&sentences(paragraph))
+                    .into_iter()
+                    .map(|p| (p, heading.clone())),
+            );
         }
     }
     if passages.is_empty() {
         // Only headings: better to search them than to make the note unfindable.
-        passages = paragraphs;
+        passages = paragraphs.into_iter().map(|p| (p, None)).collect();
     }
     passages
 }
@@ -142,6 +158,18 @@ mod tests {
         assert_eq!(
             split_passages(text),
             ["First line continues here.", "Second paragraph."]
+        );
+    }
+
+    #[test]
+    fn passages_know_their_heading() {
+        let text = "# Title\n\nIntro.\n\n## Durability\n\nDrops from 1 m.\n";
+        assert_eq!(
+            split_sections(text),
+            [
+                ("Intro.".to_owned(), Some("Title".to_owned())),
+                ("Drops from 1 m.".to_owned(), Some("Durability".to_owned())),
+            ]
         );
     }
 

@@ -6,7 +6,8 @@
 //! by having many weak matches; the title, because a note *about* the query
 //! should beat one that mentions it in passing. The passages quoted with a
 //! result are the note's best-scoring ones by their own text, so the evidence
-//! shown actually contains the query's words; a note matched by its title
+//! shown actually contains the query's words (or its section heading does);
+//! a note matched by its title
 //! alone is shown with its first passage. Ties break by note id, then by
 //! position in the note, so the same query over the same corpus always gives
 //! the same answer.
@@ -15,7 +16,7 @@ use std::collections::BTreeMap;
 
 use super::bm25::Bm25Index;
 use super::corpus::Note;
-use super::passages::split_passages;
+use super::passages::split_sections;
 use super::tokenize::tokenize;
 
 /// At most this many passages are returned per note.
@@ -79,13 +80,22 @@ impl PassageIndex {
     /// Splits every note into passages and indexes them and the titles.
     pub(crate) fn build(notes: &[Note]) -> Self {
         let mut passages = Vec::new();
+        let mut indexed = Vec::new();
         for (i, note) in notes.iter().enumerate() {
-            for text in split_passages(&note.text) {
+            for (text, heading) in split_sections(&note.text) {
+                // A passage is scored with the heading it sits under (unless
+                // that is the title, scored on its own): a paragraph under
+                // "## Durability" is found by a search for durability.
+                let heading = heading.filter(|h| *h != note.title);
+                indexed.push(match heading {
+                    Some(h) => tokenize(&format!("{h}\n{text}")),
+                    None => tokenize(&text),
+                });
                 passages.push(Passage { note: i, text });
             }
         }
         Self {
-            bodies: Bm25Index::new(passages.iter().map(|p| tokenize(&p.text))),
+            bodies: Bm25Index::new(indexed),
             titles: Bm25Index::new(notes.iter().map(|n| tokenize(&n.title))),
             passages,
         }

@@ -1,6 +1,6 @@
 //! Words and their variants, for deciding what a sentence is *about*.
 //!
-//! Search ([`tokenize`](super::tokenize)) splits Korean into character
+//! Search ([`tokenize`](mod@super::tokenize)) splits Korean into character
 //! bigrams so that a query meets every inflected form; that is right for
 //! ranking and wrong for relevance, where "트레이닝" must not match "트레일"
 //! and "training" must not match "trail". Relevance works on whole words:
