@@ -214,3 +214,130 @@ async fn the_same_inputs_give_the_same_report() {
     assert_eq!(a.final_report, b.final_report);
     assert_eq!(a.knowledge_gaps, b.knowledge_gaps);
 }
+
+async fn run_with(
+    corpus: Corpus,
+    strategy: &str,
+    goal: &str,
+    constraints: Constraints,
+) -> RunState {
+    let corpus = Arc::new(corpus);
+    let mut tools = ToolRegistry::new();
+    stepwise_tools::register_notes_tools(&mut tools, Arc::clone(&corpus));
+    let strategy = stepwise_core::strategy::StrategyRegistry::builtin()
+        .get(strategy)
+        .unwrap();
+    let engine = Engine::new(
+        stepwise_llm::offline::roles(corpus),
+        tools,
+        RunConfig::default(),
+    )
+    .unwrap()
+    .with_strategy(strategy);
+    engine.run(goal, constraints).await.unwrap()
+}
+
+#[tokio::test]
+async fn the_verifier_scores_the_asked_dimensions_the_brief_can_cite() {
+    // Two of the three dimensions are in the notes; team skills are not.
+    let state = run_with(
+        example_corpus(),
+        "verified",
+        "Should our team adopt retrieval-augmented generation for customer support?",
+        Constraints {
+            comparison_dimensions: vec!["cost".into(), "latency".into(), "team skills".into()],
+            ..Constraints::default()
+        },
+    )
+    .await;
+    let v = state.verification_history.last().expect("a verification");
+    assert!(
+        (v.completeness - 2.0 / 3.0).abs() < 1e-9,
+        "completeness {} for {:?}",
+        v.completeness,
+        v.missing
+    );
+    assert_eq!(v.missing, ["team skills"]);
+    let report = state.final_report.as_deref().unwrap();
+    assert!(
+        report.contains("## team skills\n\n_No evidence found"),
+        "{report}"
+    );
+    assert!(
+        state
+            .knowledge_gaps
+            .contains(&"No evidence in the notes for: team skills".to_owned()),
+        "{:?}",
+        state.knowledge_gaps
+    );
+}
+
+#[tokio::test]
+async fn dimensions_beyond_max_steps_are_named_as_gaps() {
+    // Four dimensions, room for two steps: two are searched, two are named.
+    let state = run(
+        example_corpus(),
+        "Should our team adopt retrieval-augmented generation for customer support?",
+        Constraints {
+            comparison_dimensions: vec![
+                "cost".into(),
+                "latency".into(),
+                "risks".into(),
+                "accuracy".into(),
+            ],
+            max_steps: Some(2),
+            ..Constraints::default()
+        },
+    )
+    .await;
+    let searched: Vec<&str> = state
+        .plan
+        .steps
+        .iter()
+        .map(|s| s.description.as_str())
+        .collect();
+    assert_eq!(searched, ["cost", "latency"]);
+    for dropped in ["risks", "accuracy"] {
+        let gap = format!("Not searched (step budget): {dropped}");
+        assert!(
+            state.knowledge_gaps.contains(&gap),
+            "{:?}",
+            state.knowledge_gaps
+        );
+        let report = state.final_report.as_deref().unwrap();
+        assert!(
+            report.contains(&format!("## {dropped}\n\n_Not searched")),
+            "{report}"
+        );
+        assert!(report.contains(&format!("- {gap}")), "{report}");
+    }
+}
+
+#[tokio::test]
+async fn seed_001s_example_is_one_overview_question_searched_by_its_topic_words() {
+    // Seed 001's example input names no dimension: one overview question,
+    // searched for its topic's words (not the task's), with a cited answer.
+    let goal = "Create a short research plan for evaluating whether our team should adopt retrieval-augmented generation for customer support.";
+    let state = run(
+        example_corpus(),
+        goal,
+        Constraints {
+            max_steps: Some(4),
+            ..Constraints::default()
+        },
+    )
+    .await;
+    assert_eq!(state.status, RunStatus::Ok, "{:?}", state.blocked_reason);
+    let q1 = &state.plan.steps[0];
+    let query = q1.args["query"].as_str().unwrap();
+    for task_word in ["create", "short", "research", "evaluating", "should"] {
+        assert!(!query.split(' ').any(|w| w == task_word), "{query}");
+    }
+    assert!(
+        query.contains("retrieval") && query.contains("support"),
+        "{query}"
+    );
+    let report = state.final_report.as_deref().unwrap();
+    assert!(report.contains("\n## Overview\n\n- "), "{report}");
+    assert!(!state.evidence.is_empty());
+}

@@ -107,7 +107,7 @@ impl Asked {
         Self::from_parts(&state.goal, &state.constraints)
     }
 
-    fn from_parts(goal: &str, c: &Constraints) -> Self {
+    pub(crate) fn from_parts(goal: &str, c: &Constraints) -> Self {
         let mut asked = Asked::default();
         for d in c.required_sections.iter().chain(&c.comparison_dimensions) {
             asked.add_dimension(d);

@@ -11,7 +11,7 @@
 //! judged by what it was for.
 
 use serde_json::Value;
-use stepwise_core::{RunState, Step};
+use stepwise_core::{Constraints, RunState, Step};
 use stepwise_tools::notes::stem::{mentions, words};
 
 use super::MIN_SCORE;
@@ -272,13 +272,18 @@ pub(crate) struct Lens<'a> {
 impl<'a> Lens<'a> {
     /// The lens for a run.
     pub(crate) fn new(lexicon: &'a Lexicon, state: &RunState) -> Self {
-        let asked = Asked::of_state(state);
-        let topic = Topic::of(&state.goal, &asked);
+        Self::for_goal(lexicon, &state.goal, &state.constraints)
+    }
+
+    /// The lens for a goal and its constraints.
+    pub(crate) fn for_goal(lexicon: &'a Lexicon, goal: &str, constraints: &Constraints) -> Self {
+        let asked = Asked::from_parts(goal, constraints);
+        let topic = Topic::of(goal, &asked);
         Lens {
             lexicon,
             asked,
             topic,
-            goal_lower: state.goal.to_lowercase(),
+            goal_lower: goal.to_lowercase(),
         }
     }
 

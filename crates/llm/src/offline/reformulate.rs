@@ -114,3 +114,52 @@ impl Reformulator {
             .find(|q| !tried.contains(q))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use stepwise_core::Constraints;
+    use stepwise_tools::notes::{Corpus, Note};
+
+    use super::*;
+
+    /// Notes that use look-alikes of the asked words, and one real variant each.
+    fn reformulator() -> Reformulator {
+        let corpus = Corpus::from_notes([
+            Note::new("audit", "Audit", "The audit trail is kept for seven years."),
+            Note::new(
+                "route",
+                "Routing",
+                "Orders go through the gateway before the queue.",
+            ),
+            Note::new(
+                "upkeep",
+                "Upkeep",
+                "One person maintains the index every week.",
+            ),
+            Note::new("survey", "설문", "시범 기간에 생산성이 9% 올랐다."),
+        ])
+        .unwrap();
+        Reformulator::new(Arc::new(Lexicon::new(Arc::new(corpus))))
+    }
+
+    #[test]
+    fn a_reformulation_never_changes_a_terms_stem() {
+        let r = reformulator();
+        for (dimension, expected) in [
+            ("training", None),
+            ("throughput", None),
+            ("maintenance", Some("maintain")),
+            ("생산성", Some("생산성")),
+        ] {
+            let c = Constraints {
+                comparison_dimensions: vec![dimension.to_owned()],
+                ..Constraints::default()
+            };
+            let lens = Lens::for_goal(r.lexicon(), "Should we change?", &c);
+            let first = r.candidates(&lens, dimension).into_iter().next();
+            assert_eq!(first.as_deref(), expected, "{dimension}");
+        }
+    }
+}
