@@ -136,7 +136,8 @@ fn the_offline_run_writes_a_cited_brief_and_shows_progress() {
     assert!(out.stdout.contains("## Sources"));
     // stderr is not a terminal here: plain progress, one line per event, no escape codes.
     assert!(
-        out.stderr.contains("plan v1 validated: 1 step — q1"),
+        out.stderr
+            .contains("plan v1 validated: 2 steps — q1, compare (after q1)"),
         "{}",
         out.stderr
     );

@@ -68,8 +68,10 @@ async fn a_research_brief_over_the_example_notes_is_ok_and_cited() {
         assert!(report.contains(&e.quote));
         assert!(report.contains(&format!("[{}]", e.source_id)));
     }
-    // No dimension named: one overview question, its section named so.
-    assert_eq!(state.plan.steps.len(), 1, "{:?}", state.plan.steps);
+    // No dimension named: one overview question (and the comparison of
+    // what it found), its section named so.
+    let tools: Vec<&str> = state.plan.steps.iter().map(|s| s.tool.as_str()).collect();
+    assert_eq!(tools, ["search_notes", "compare_results"]);
     assert!(report.contains("\n## Overview\n"), "{report}");
 }
 
@@ -129,8 +131,8 @@ async fn a_weak_sub_question_is_reformulated_and_completed_steps_are_kept() {
         .collect();
     assert_eq!(
         runs,
-        ["q1", "q1_r1"],
-        "q1 is kept, not re-run; only the reformulation runs"
+        ["q1", "q1_r1", "compare"],
+        "q1 is kept, not re-run; only the reformulation runs (then the comparison)"
     );
     let q1 = state
         .plan

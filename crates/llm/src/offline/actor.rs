@@ -121,7 +121,7 @@ impl Actor for OfflineActor {
             .filter(|s| s.tool == "search_notes" && s.status == StepStatus::Succeeded)
             .collect();
         let compared = state.plan.steps.iter().any(|s| s.tool == "compare_results");
-        if can_compare && !compared && found.len() > 1 {
+        if can_compare && !compared && !found.is_empty() {
             let refs: Vec<String> = found.iter().map(|s| format!("${}", s.id)).collect();
             return Ok(Reply::free(Action::Call {
                 thought: "Compare the evidence across sub-questions and flag contradictions"

@@ -112,9 +112,10 @@ pub(crate) fn compare_step(gather_ids: &[String]) -> Step {
     step
 }
 
-/// Plans one `search_notes` step per sub-question and, when there are two or
-/// more and the `compare_results` tool is available, a comparison step that
-/// depends on all of them.
+/// Plans one `search_notes` step per sub-question and, when the
+/// `compare_results` tool is available and the step budget allows, a
+/// comparison step that depends on all of them (even on one: the notes one
+/// search found may disagree with each other).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct OfflinePlanner;
 
@@ -139,7 +140,7 @@ impl Planner for OfflinePlanner {
             .zip(&questions)
             .map(|(id, q)| gather_step(id, q, &query_for(&asked, q)))
             .collect();
-        if can_compare && ids.len() > 1 && steps.len() < request.max_steps {
+        if can_compare && !ids.is_empty() && steps.len() < request.max_steps {
             steps.push(compare_step(&ids));
         }
         Ok(Reply::free(DraftPlan::from_steps(steps)))
