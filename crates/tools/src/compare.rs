@@ -378,9 +378,30 @@ fn lookup<T: Copy>(table: &[(&str, T)], word: &str) -> Option<T> {
     table.iter().find(|(w, _)| *w == word).map(|(_, v)| *v)
 }
 
+/// Most words a per-thread lookup memo holds before it starts over.
+const MEMO_CAP: usize = 50_000;
+
 /// The class of `word` in a table of `"class: words…"` lines.
 fn class_of(groups: &[&'static str], word: &str) -> Option<&'static str> {
-    class_where(groups, |w| w == word)
+    thread_local! {
+        /// Classes by (table, word): each table line is split once per
+        /// distinct word, not once per token compared.
+        static MEMO: std::cell::RefCell<std::collections::HashMap<(usize, String), Option<&'static str>>> =
+            std::cell::RefCell::new(std::collections::HashMap::new());
+    }
+    let key = (groups.as_ptr() as usize, word.to_owned());
+    if let Some(c) = MEMO.with(|memo| memo.borrow().get(&key).copied()) {
+        return c;
+    }
+    let class = class_where(groups, |w| w == word);
+    MEMO.with(|memo| {
+        let mut memo = memo.borrow_mut();
+        if memo.len() >= MEMO_CAP {
+            memo.clear();
+        }
+        memo.insert(key, class);
+    });
+    class
 }
 
 /// The class with a root that starts `word`, in a table of `"class:
@@ -838,7 +859,27 @@ fn word_period(tokens: &[Token], i: usize) -> Option<(String, usize)> {
 /// A word's own marker: a qualifier, setting, rate adjective, or a word
 /// that is never part of a measured phrase.
 fn word_marker(t: &Token) -> Option<Marker> {
-    let w = t.lower.as_str();
+    thread_local! {
+        /// Markers by word: the tables are scanned once per distinct word,
+        /// not once per token of every sentence compared.
+        static MEMO: std::cell::RefCell<std::collections::HashMap<String, Option<Marker>>> =
+            std::cell::RefCell::new(std::collections::HashMap::new());
+    }
+    if let Some(m) = MEMO.with(|memo| memo.borrow().get(&t.lower).cloned()) {
+        return m;
+    }
+    let marker = word_marker_uncached(&t.lower);
+    MEMO.with(|memo| {
+        let mut memo = memo.borrow_mut();
+        if memo.len() >= MEMO_CAP {
+            memo.clear(); // a long-lived process sees many corpora: stay bounded
+        }
+        memo.insert(t.lower.clone(), marker.clone());
+    });
+    marker
+}
+
+fn word_marker_uncached(w: &str) -> Option<Marker> {
     if hangul_word(w) {
         let s = stem(w);
         if s == "더" {

@@ -29,7 +29,7 @@
 //! judged against the original question.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use stepwise_tools::notes::Corpus;
 use stepwise_tools::notes::stem::{mentions, same_stem, stem, words};
@@ -156,7 +156,11 @@ const KO_TASK_PREFIXES: &[&str] = &[
 
 /// Whether a stem is a task word rather than a topic.
 pub(crate) fn is_task_word(s: &str) -> bool {
-    TASK_WORDS.iter().any(|t| stem(t) == s) || KO_TASK_PREFIXES.iter().any(|p| s.starts_with(p))
+    static STEMS: OnceLock<BTreeSet<String>> = OnceLock::new();
+    STEMS
+        .get_or_init(|| TASK_WORDS.iter().map(|t| stem(t)).collect())
+        .contains(s)
+        || KO_TASK_PREFIXES.iter().any(|p| s.starts_with(p))
 }
 
 /// The content stems of a text: [`words`] without task words.
@@ -172,6 +176,9 @@ pub(crate) fn content(text: &str) -> Vec<String> {
 pub struct Lexicon {
     corpus: Arc<Corpus>,
     built: OnceLock<Built>,
+    /// Term → (whether a note uses it, its idf): asked for every sentence
+    /// judged, computed once per term.
+    stats: Mutex<HashMap<String, (bool, f64)>>,
 }
 
 #[derive(Debug, Default)]
@@ -200,6 +207,7 @@ impl Lexicon {
         Self {
             corpus,
             built: OnceLock::new(),
+            stats: Mutex::new(HashMap::new()),
         }
     }
 
@@ -263,8 +271,17 @@ impl Lexicon {
     /// Inverse document frequency of a stem (BM25's, never negative); a
     /// stem no note uses weighs the most.
     pub(crate) fn idf(&self, term: &str) -> f64 {
+        self.stats(term).1
+    }
+
+    /// Whether a note uses `term` and its idf, from the memo or computed.
+    fn stats(&self, term: &str) -> (bool, f64) {
+        if let Some(s) = self.stats.lock().ok().and_then(|m| m.get(term).copied()) {
+            return s;
+        }
         let b = self.built();
         let n = b.notes as f64;
+        let knows = b.note_words.values().any(|ws| mentions(ws, term));
         let df = if term.chars().any(|c| ('\u{AC00}'..='\u{D7A3}').contains(&c)) {
             b.note_words
                 .values()
@@ -273,7 +290,11 @@ impl Lexicon {
         } else {
             b.df.get(term).copied().unwrap_or(0)
         } as f64;
-        (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+        let stats = (knows, (1.0 + (n - df + 0.5) / (df + 0.5)).ln());
+        if let Ok(mut m) = self.stats.lock() {
+            m.insert(term.to_owned(), stats);
+        }
+        stats
     }
 
     /// The stems of a note's title (empty for an unknown note).
@@ -306,10 +327,7 @@ impl Lexicon {
 
     /// Whether any note uses `term` (a stem) or a variant of it.
     pub(crate) fn knows(&self, term: &str) -> bool {
-        self.built()
-            .note_words
-            .values()
-            .any(|ws| mentions(ws, term))
+        self.stats(term).0
     }
 
     /// Search terms in the notes that are variants of `term` (a stem),
