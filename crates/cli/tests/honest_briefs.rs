@@ -44,7 +44,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -180,57 +179,20 @@ impl Corpus {
 // ---------------------------------------------------------------- running
 
 /// A scratch folder (databases, working directory, HOME) removed on drop.
-struct Scratch(PathBuf);
+mod common;
 
-impl Scratch {
-    fn new(name: &str) -> Self {
-        let p = std::env::temp_dir().join(format!("stepwise-honest-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        Self(p)
-    }
-}
+use common::{Out, Scratch};
 
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-struct Out {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-/// Runs the binary offline: its own database, the scratch folder as working
-/// directory and HOME (no `stepwise.toml`, `.env` or home-directory writes),
-/// no model or failpoint from the environment.
+/// Runs the binary offline (see [`common::stepwise`]) with database `db`
+/// in the scratch folder.
 fn stepwise(scratch: &Path, db: &str, args: &[&str]) -> Out {
-    let out = Command::new(env!("CARGO_BIN_EXE_stepwise"))
-        .arg("--db")
-        .arg(scratch.join(db))
-        .args(args)
-        .current_dir(scratch)
-        .env("HOME", scratch)
-        .env("NO_COLOR", "1")
-        .env_remove("STEPWISE_DB")
-        .env_remove("STEPWISE_MODEL")
-        .env_remove("STEPWISE_FAILPOINT")
-        .env_remove("STEPWISE_TOOL_DELAY_MS")
-        .output()
-        .unwrap();
-    Out {
-        code: out.status.code(),
-        stdout: String::from_utf8(out.stdout).unwrap(),
-        stderr: String::from_utf8(out.stderr).unwrap(),
-    }
+    common::stepwise(scratch, &scratch.join(db), args, &[])
 }
 
 /// The strategies `stepwise strategies --json` lists.
 fn strategies(scratch: &Path) -> Vec<String> {
     let out = stepwise(scratch, "strategies.db", &["strategies", "--json"]);
-    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert_eq!(out.code, 0, "{}", out.stderr);
     let json: Value = serde_json::from_str(&out.stdout).unwrap();
     let names: Vec<String> = json
         .as_array()
@@ -276,7 +238,7 @@ fn run_job(corpus: &Corpus, scratch: &Path, n: usize, job: &Job) -> Run {
     args.extend(["--strategy", &job.strategy, "--json", "--quiet"]);
     let out = stepwise(scratch, &format!("run-{n}.db"), &args);
     Run {
-        code: out.code,
+        code: Some(out.code),
         json: serde_json::from_str(&out.stdout).ok(),
         stderr: out.stderr,
     }
@@ -945,8 +907,8 @@ fn table(corpus: &Corpus, rows: &[(String, String, Figures)]) -> String {
 /// strategy, prints the table, and fails naming every miss.
 fn check_corpus(name: &str) {
     let corpus = Corpus::load(name);
-    let scratch = Scratch::new(name);
-    let strategies = strategies(&scratch.0);
+    let scratch = Scratch::new("honest", name);
+    let strategies = strategies(scratch.path());
     let mut jobs = Vec::new();
     for strategy in &strategies {
         for i in 0..corpus.labels.phrasing.len() {
@@ -962,7 +924,7 @@ fn check_corpus(name: &str) {
             });
         }
     }
-    let runs = run_all(&corpus, &scratch.0, &jobs);
+    let runs = run_all(&corpus, scratch.path(), &jobs);
     let mut rows = Vec::new();
     for (job, run) in jobs.iter().zip(&runs) {
         let (label, figures) = match job.case {

@@ -6,19 +6,21 @@
 //! is not text is skipped and reported, and the run goes on.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::PathBuf;
-use std::process::Command;
+use std::path::Path;
 
 use serde_json::{Value, json};
 
+mod common;
+
+use common::{Out, Scratch};
+
 /// A scratch folder: the run database, a notes folder, scripts, plans.
-struct Dir(PathBuf);
+struct Dir(Scratch);
 
 impl Dir {
     fn new(name: &str) -> Self {
-        let p =
-            std::env::temp_dir().join(format!("stepwise-integrity-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&p);
+        let scratch = Scratch::new("integrity", name);
+        let p = scratch.path();
         std::fs::create_dir_all(p.join("notes")).unwrap();
         std::fs::write(
             p.join("notes/latency.md"),
@@ -30,15 +32,19 @@ impl Dir {
             "# Operating cost\n\nThe assistant costs about $600 per month to run at full traffic.\n",
         )
         .unwrap();
-        Self(p)
+        Self(scratch)
+    }
+
+    fn path(&self) -> &Path {
+        self.0.path()
     }
 
     fn notes(&self) -> String {
-        self.0.join("notes").display().to_string()
+        self.path().join("notes").display().to_string()
     }
 
     fn file(&self, name: &str, content: &str) -> String {
-        let path = self.0.join(name);
+        let path = self.path().join(name);
         std::fs::write(&path, content).unwrap();
         path.display().to_string()
     }
@@ -49,44 +55,8 @@ impl Dir {
     }
 }
 
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl Out {
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.stdout)
-            .unwrap_or_else(|e| panic!("not JSON ({e}): {}\n{}", self.stdout, self.stderr))
-    }
-}
-
 fn stepwise(dir: &Dir, args: &[&str]) -> Out {
-    let out = Command::new(env!("CARGO_BIN_EXE_stepwise"))
-        .current_dir(&dir.0)
-        .arg("--db")
-        .arg(dir.0.join("runs.db"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .env("USER", "alice")
-        .env_remove("STEPWISE_MODEL")
-        .env_remove("STEPWISE_DB")
-        .env_remove("STEPWISE_FAILPOINT")
-        .env_remove("STEPWISE_TOOL_DELAY_MS")
-        .output()
-        .unwrap();
-    Out {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    common::stepwise(dir.path(), &dir.0.db(), args, &[("USER", "alice")])
 }
 
 fn run(dir: &Dir, goal: &str, extra: &[&str]) -> Out {
@@ -391,7 +361,7 @@ fn an_offline_run_that_finds_nothing_stays_needs_review_until_its_notes_change()
 
     // New notes are a change: the resume goes on and records why.
     std::fs::write(
-        dir.0.join("notes/mars.md"),
+        dir.path().join("notes/mars.md"),
         "# Mars colonies\n\nNo census of Mars colonies exists; the notes hold no population figure.\n",
     )
     .unwrap();
@@ -614,10 +584,10 @@ fn a_binary_or_non_utf8_note_is_skipped_and_reported_and_the_run_goes_on() {
     let png: &[u8] = &[
         0x89, b'P', b'N', b'G', 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 0x0d, b'I', b'H', b'D', b'R',
     ];
-    std::fs::write(dir.0.join("notes/diagram.md"), png).unwrap();
+    std::fs::write(dir.path().join("notes/diagram.md"), png).unwrap();
     // "café" in Latin-1: not UTF-8.
     std::fs::write(
-        dir.0.join("notes/latin1.md"),
+        dir.path().join("notes/latin1.md"),
         b"# Caf\xe9 notes\n\nThe caf\xe9 is open.\n",
     )
     .unwrap();

@@ -2,7 +2,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde_json::Value;
 
@@ -23,51 +22,12 @@ fn notes() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/notes")
 }
 
-struct Dir(PathBuf);
+mod common;
 
-impl Dir {
-    fn new(name: &str) -> Self {
-        let p =
-            std::env::temp_dir().join(format!("stepwise-strategies-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        Self(p)
-    }
-    fn db(&self) -> PathBuf {
-        self.0.join("runs.db")
-    }
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-struct Out {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
+use common::{Out, Scratch as Dir};
 
 fn stepwise(dir: &Dir, args: &[&str], env: &[(&str, &str)]) -> Out {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_stepwise"));
-    c.arg("--db")
-        .arg(dir.db())
-        .args(args)
-        .env("NO_COLOR", "1")
-        .env_remove("STEPWISE_MODEL")
-        .env_remove("STEPWISE_FAILPOINT")
-        .env_remove("STEPWISE_TOOL_DELAY_MS");
-    for (k, v) in env {
-        c.env(k, v);
-    }
-    let out = c.output().unwrap();
-    Out {
-        code: out.status.code(),
-        stdout: String::from_utf8(out.stdout).unwrap(),
-        stderr: String::from_utf8(out.stderr).unwrap(),
-    }
+    common::stepwise(dir.path(), &dir.db(), args, env)
 }
 
 fn run_json(dir: &Dir, strategy: &str, extra: &[&str]) -> (Out, Value) {
@@ -111,9 +71,9 @@ fn cited(json: &Value) -> Vec<String> {
 
 #[test]
 fn all_six_strategies_are_listed_with_a_description() {
-    let dir = Dir::new("list");
+    let dir = Dir::new("strategies", "list");
     let out = stepwise(&dir, &["strategies"], &[]);
-    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert_eq!(out.code, 0, "{}", out.stderr);
     let lines: Vec<&str> = out.stdout.lines().collect();
     assert!(lines[0].starts_with("NAME") && lines[0].contains("DESCRIPTION"));
     assert_eq!(lines.len(), 7, "{}", out.stdout);
@@ -124,7 +84,7 @@ fn all_six_strategies_are_listed_with_a_description() {
     assert!(lines[1].starts_with("plan-execute (default)"));
 
     let out = stepwise(&dir, &["strategies", "--json"], &[]);
-    assert_eq!(out.code, Some(0));
+    assert_eq!(out.code, 0);
     let json: Value = serde_json::from_str(&out.stdout).unwrap();
     let names: Vec<&str> = json
         .as_array()
@@ -146,7 +106,7 @@ fn all_six_strategies_are_listed_with_a_description() {
 
 #[test]
 fn an_unknown_strategy_is_a_usage_error_naming_the_valid_ones() {
-    let dir = Dir::new("bogus");
+    let dir = Dir::new("strategies", "bogus");
     let notes = notes();
     let out = stepwise(
         &dir,
@@ -160,7 +120,7 @@ fn an_unknown_strategy_is_a_usage_error_naming_the_valid_ones() {
         ],
         &[],
     );
-    assert_eq!(out.code, Some(2), "{}", out.stderr);
+    assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(out.stdout.is_empty());
     assert!(out.stderr.contains("bogus"), "{}", out.stderr);
     for name in SIX {
@@ -171,9 +131,9 @@ fn an_unknown_strategy_is_a_usage_error_naming_the_valid_ones() {
 
 #[test]
 fn react_ends_ok_with_citations_and_records_its_strategy() {
-    let dir = Dir::new("react");
+    let dir = Dir::new("strategies", "react");
     let (out, json) = run_json(&dir, "react", &[]);
-    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(json["status"], "ok");
     assert_eq!(json["strategy"], "react");
     let cited = cited(&json);
@@ -205,14 +165,14 @@ fn react_ends_ok_with_citations_and_records_its_strategy() {
 
 #[test]
 fn plan_solve_never_replans() {
-    let dir = Dir::new("plan-solve");
+    let dir = Dir::new("strategies", "plan-solve");
     // plan-execute replans on this goal ...
     let (out, json) = run_json(&dir, "plan-execute", &[]);
-    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(kinds(&json).contains(&"replanned".to_owned()));
     // ... plan-solve does not, and names what it did not find.
     let (out, json) = run_json(&dir, "plan-solve", &[]);
-    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(json["strategy"], "plan-solve");
     assert_eq!(json["replan_count"], 0);
     assert!(
@@ -253,15 +213,15 @@ fn interrupted_react_run(dir: &Dir, n: usize) -> Option<Value> {
         &[("STEPWISE_FAILPOINT", &failpoint)],
     );
     assert_eq!(
-        first.code, None,
-        "n={n}: expected an abort: {}",
+        first.code, -1,
+        "n={n}: expected an abort (ended by a signal): {}",
         first.stderr
     );
     let second = stepwise(dir, &["resume", &id, "--json", "--quiet"], &[]);
     if second.stderr.contains("no run with id") {
         return None;
     }
-    assert_eq!(second.code, Some(0), "n={n}: {}", second.stderr);
+    assert_eq!(second.code, 0, "n={n}: {}", second.stderr);
     Some(serde_json::from_str(&second.stdout).unwrap())
 }
 
@@ -270,7 +230,7 @@ fn interrupted_react_run(dir: &Dir, n: usize) -> Option<Value> {
 /// the resuming process uses the strategy the run recorded, not the default.
 #[test]
 fn an_interrupted_react_run_resumes_as_react() {
-    let dir = Dir::new("resume");
+    let dir = Dir::new("strategies", "resume");
     let mut resumed = 0;
     for n in 1..=8 {
         let Some(json) = interrupted_react_run(&dir, n) else {
@@ -305,9 +265,9 @@ fn an_interrupted_react_run_resumes_as_react() {
 /// different call in its place (the abort after write 5 in this run).
 #[test]
 fn an_interrupted_react_run_ends_like_an_uninterrupted_one() {
-    let dir = Dir::new("resume-same");
+    let dir = Dir::new("strategies", "resume-same");
     let (out, expected) = run_json(&dir, "react", &[]);
-    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert_eq!(out.code, 0, "{}", out.stderr);
     for n in 1..=8 {
         let Some(json) = interrupted_react_run(&dir, n) else {
             continue;
@@ -325,7 +285,7 @@ fn an_interrupted_react_run_ends_like_an_uninterrupted_one() {
 
 #[test]
 fn every_strategy_ends_ok_offline_with_citations_and_its_gaps_named() {
-    let dir = Dir::new("every");
+    let dir = Dir::new("strategies", "every");
     let notes = notes();
     let brief = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/brief.json");
     for strategy in SIX {
@@ -345,7 +305,7 @@ fn every_strategy_ends_ok_offline_with_citations_and_its_gaps_named() {
             ],
             &[],
         );
-        assert_eq!(out.code, Some(0), "{strategy}: {}", out.stderr);
+        assert_eq!(out.code, 0, "{strategy}: {}", out.stderr);
         let json: Value = serde_json::from_str(&out.stdout).unwrap();
         assert_eq!(json["status"], "ok", "{strategy}");
         assert_eq!(json["strategy"], strategy);
