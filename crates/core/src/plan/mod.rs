@@ -183,6 +183,15 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// The steps that count against `max_steps`: all but those a replan
+    /// superseded.
+    pub fn active_steps(&self) -> usize {
+        self.steps
+            .iter()
+            .filter(|s| s.status != crate::step_status::StepStatus::Skipped)
+            .count()
+    }
+
     /// The step with this id.
     pub fn step(&self, id: &StepId) -> Option<&Step> {
         self.steps.iter().find(|s| &s.id == id)

@@ -44,13 +44,8 @@ fn decide(
     gap: String,
     reason: String,
 ) -> Assessment {
-    let used = state
-        .plan
-        .steps
-        .iter()
-        .filter(|s| s.status != StepStatus::Skipped)
-        .count();
-    let budget = state.replan_count < state.max_replans && used < state.max_steps;
+    let budget =
+        state.replan_count < state.max_replans && state.plan.active_steps() < state.max_steps;
     let verdict = if budget && reformulator.next_query(state, step).is_some() {
         Verdict::Replan
     } else if any_evidence(&Lens::new(reformulator.lexicon(), state), state)

@@ -165,10 +165,15 @@ const DEFERRALS: &[&str] = &[
     "안건으로",
 ];
 
+/// Whether a text holds one of `cues`, case aside.
+fn holds_any(text: &str, cues: &[&str]) -> bool {
+    let lower = text.to_lowercase();
+    cues.iter().any(|c| lower.contains(c))
+}
+
 /// Whether a sentence only defers its topic.
 fn defers(sentence: &str) -> bool {
-    let lower = sentence.to_lowercase();
-    DEFERRALS.iter().any(|d| lower.contains(d))
+    holds_any(sentence, DEFERRALS)
 }
 
 /// A question clause and the share of its weight a passage covers.
@@ -199,8 +204,7 @@ const QUANTITY_CUES: &[&str] = &[
 
 /// Whether a question asks for a quantity.
 fn asks_quantity(question: &str) -> bool {
-    let lower = question.to_lowercase();
-    QUANTITY_CUES.iter().any(|c| lower.contains(c))
+    holds_any(question, QUANTITY_CUES)
 }
 
 /// One sentence that may back a claim, with what ranks it.
@@ -320,12 +324,7 @@ impl<'a> Lens<'a> {
         if let Some(d) = self.asked.dimension_of(description) {
             return about_dimension(self.lexicon, d, &ws, note_id, passage);
         }
-        let names_entity = self
-            .topic
-            .entities
-            .iter()
-            .any(|e| !e.is_empty() && e.iter().all(|t| mentions(&ws, t)));
-        if !self.lexicon.cohesive(note_id) && !names_entity {
+        if !self.lexicon.cohesive(note_id) && !self.topic.names_an_entity(&ws) {
             return false;
         }
         facet.is_some_and(|(facet, covered)| {
@@ -344,13 +343,7 @@ impl<'a> Lens<'a> {
         if self.asked.entities.is_empty() {
             return false;
         }
-        let ws = words(sentence);
-        if self
-            .topic
-            .entities
-            .iter()
-            .any(|e| !e.is_empty() && e.iter().all(|t| mentions(&ws, t)))
-        {
+        if self.topic.names_an_entity(&words(sentence)) {
             return false;
         }
         let goal = self.goal_lower.as_str();

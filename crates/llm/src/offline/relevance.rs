@@ -366,11 +366,7 @@ impl Lexicon {
         let Some(note) = self.built().note_words.get(note_id) else {
             return false;
         };
-        if topic
-            .entities
-            .iter()
-            .any(|e| !e.is_empty() && e.iter().all(|t| mentions(note, t)))
-        {
+        if topic.names_an_entity(note) {
             return true;
         }
         // Words no note uses say nothing about which notes are on topic.
@@ -396,6 +392,13 @@ pub(crate) struct Topic {
 }
 
 impl Topic {
+    /// Whether `words` (stems) name one of the alternatives compared.
+    pub(crate) fn names_an_entity(&self, words: &[String]) -> bool {
+        self.entities
+            .iter()
+            .any(|e| !e.is_empty() && e.iter().all(|t| mentions(words, t)))
+    }
+
     /// The topic of a goal and what it asks.
     pub(crate) fn of(goal: &str, asked: &Asked) -> Self {
         let dimension_words: Vec<String> = asked.dimensions.iter().flat_map(|d| words(d)).collect();

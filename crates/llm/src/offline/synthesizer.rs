@@ -153,14 +153,8 @@ fn overview(goal: &str) -> &'static str {
 }
 
 /// The gap for a dimension the plan never searched.
-pub(crate) fn not_searched(state: &RunState, dimension: &str) -> String {
-    let active = state
-        .plan
-        .steps
-        .iter()
-        .filter(|s| s.status != StepStatus::Skipped)
-        .count();
-    if active >= state.max_steps {
+fn not_searched(state: &RunState, dimension: &str) -> String {
+    if state.plan.active_steps() >= state.max_steps {
         format!("Not searched (step budget): {dimension}")
     } else {
         format!("Not searched (no step of the plan asked it): {dimension}")
