@@ -369,7 +369,12 @@ impl<'a> Lens<'a> {
             .filter(|h| h.score >= MIN_SCORE)
             .collect();
         let question = self.question_words(&step.description);
-        let subject: Vec<String> = self.topic.entities.first().cloned().unwrap_or_default();
+        // One alternative is the goal's subject ("Should we adopt RAG?");
+        // several are compared, none ahead of the others.
+        let subject: Vec<String> = match self.topic.entities.as_slice() {
+            [only] => only.clone(),
+            _ => Vec::new(),
+        };
         let facets = self.facets_of(&step.description);
         let quantity = self.asked.dimension_of(&step.description).is_none()
             && asks_quantity(&step.description);

@@ -18,6 +18,7 @@ use super::gap_for;
 use super::judge::{Lens, Rank};
 use super::relevance::Lexicon;
 use super::search::contradictions;
+use stepwise_tools::notes::stem::{mentions, words};
 
 /// One sentence chosen for the brief.
 struct Pick {
@@ -79,7 +80,40 @@ fn picks_for(
     }
     // Stable sort: ties keep retrieval order (best-scoring note first).
     ranked.sort_by_key(|(rank, _)| std::cmp::Reverse(*rank));
-    ranked.into_iter().map(|(_, p)| p).take(limit).collect()
+    let ranked: Vec<Pick> = ranked.into_iter().map(|(_, p)| p).collect();
+    across_alternatives(lens, ranked, limit)
+}
+
+/// The first `limit` picks, but when the goal compares alternatives, the
+/// best sentence on each alternative first (in rank order), so a section on
+/// "Kafka, RabbitMQ and SQS" does not quote three sentences on Kafka while
+/// one on SQS waits below them.
+fn across_alternatives(lens: &Lens<'_>, ranked: Vec<Pick>, limit: usize) -> Vec<Pick> {
+    let entities = &lens.topic.entities;
+    if entities.len() < 2 {
+        return ranked.into_iter().take(limit).collect();
+    }
+    let names = |p: &Pick| -> Vec<usize> {
+        let ws = words(&p.sentence);
+        (0..entities.len())
+            .filter(|&i| entities[i].iter().all(|t| mentions(&ws, t)))
+            .collect()
+    };
+    let mut covered: Vec<usize> = Vec::new();
+    let (mut first, mut rest): (Vec<Pick>, Vec<Pick>) = (Vec::new(), Vec::new());
+    for p in ranked {
+        let new: Vec<usize> = names(&p)
+            .into_iter()
+            .filter(|i| !covered.contains(i))
+            .collect();
+        if new.is_empty() {
+            rest.push(p);
+        } else {
+            covered.extend(new);
+            first.push(p);
+        }
+    }
+    first.into_iter().chain(rest).take(limit).collect()
 }
 
 /// Writes the brief from the run's results.
