@@ -1,10 +1,9 @@
 //! The offline roles: the embedded default, needing no model.
 //!
-//! - [`OfflinePlanner`] turns the goal and its constraints into sub-questions,
-//!   one `search_notes` step each, plus a `compare_results` step that depends
-//!   on every gathering step.
-//! - [`OfflinePlanner`] asks one sub-question per dimension the goal names
-//!   ([`Asked`]), or the goal itself when it names none.
+//! - [`OfflinePlanner`] asks one sub-question per dimension the goal and its
+//!   constraints name ([`Asked`]), or the goal itself when they name none:
+//!   one `search_notes` step each, plus a `compare_results` step that
+//!   depends on every gathering step.
 //! - [`OfflineAssessor`] checks a search step's acceptance criteria: a result
 //!   scoring at least [`MIN_SCORE`] with a sentence about the sub-question in
 //!   a note on the goal's topic ([`Lexicon`] holds the corpus's words).
@@ -28,6 +27,7 @@ mod repairer;
 mod replanner;
 mod router;
 mod search;
+mod sentence;
 mod summarizer;
 mod synthesizer;
 mod verifier;

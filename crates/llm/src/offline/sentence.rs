@@ -1,0 +1,197 @@
+//! What a quotable sentence looks like: a statement, not a byline, a date
+//! line, a table row, an agenda item or a sentence cut short at "Mr.";
+//! list items that reached us as one run of text split into their items;
+//! and whether a sentence names something by name.
+
+/// The items of a bulleted list that reached us as one line ("- 모델: … -
+/// 차량 가격: …", a list without full stops): each item is a claim of its
+/// own. Anything else is itself.
+pub(crate) fn bullet_items(sentence: &str) -> Vec<&str> {
+    let Some(marker) = ["- ", "* "].into_iter().find(|m| sentence.starts_with(m)) else {
+        return vec![sentence];
+    };
+    let separator = format!(" {marker}");
+    let mut out = Vec::new();
+    let mut rest = sentence;
+    while let Some(at) = rest
+        .get(2..)
+        .and_then(|r| r.find(&separator))
+        .map(|i| i + 2)
+    {
+        out.push(rest[..at].trim());
+        rest = rest[at + 1..].trim_start();
+    }
+    out.push(rest.trim());
+    out
+}
+
+/// A sentence without the list marker it had in the note ("- **Kafka**: …"
+/// → "**Kafka**: …"), so the brief's own bullet is the only one. What is
+/// left is still verbatim from the note.
+pub(crate) fn unbulleted(sentence: &str) -> &str {
+    let mut s = sentence.trim();
+    loop {
+        let rest = s
+            .strip_prefix("- ")
+            .or_else(|| s.strip_prefix("* "))
+            .or_else(|| s.strip_prefix("+ "))
+            .or_else(|| s.strip_prefix("• "))
+            .or_else(|| {
+                let digits = s.chars().take_while(char::is_ascii_digit).count();
+                (digits > 0 && digits < 4)
+                    .then(|| {
+                        s[digits..]
+                            .strip_prefix(". ")
+                            .or_else(|| s[digits..].strip_prefix(") "))
+                    })
+                    .flatten()
+            });
+        match rest {
+            Some(r) => s = r.trim_start(),
+            None => return s,
+        }
+    }
+}
+
+/// Words that are capitalised without being names.
+const NOT_NAMES: &[&str] = &[
+    "I",
+    "Monday",
+    "Tuesday",
+    "Wednesday",
+    "Thursday",
+    "Friday",
+    "Saturday",
+    "Sunday",
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+    "Q1",
+    "Q2",
+    "Q3",
+    "Q4",
+];
+
+/// Whether a word looks like a product or brand name: capitalised Latin
+/// with a lowercase rest ("iPad", "Surface", "PubSub"), or an acronym.
+pub(crate) fn is_name_word(word: &str) -> bool {
+    let mut chars = word.chars();
+    let Some(first) = chars.next() else {
+        return false;
+    };
+    word.chars().count() >= 2
+        && word.chars().all(|c| c.is_ascii_alphanumeric())
+        && (first.is_ascii_uppercase() || word.chars().skip(1).any(|c| c.is_ascii_uppercase()))
+        && word.chars().any(|c| c.is_ascii_alphabetic())
+        && !NOT_NAMES.contains(&word)
+}
+
+/// Whether a sentence states something: it ends like a sentence (a full
+/// stop, or a Korean ending such as 다/요), not like a byline, a date line
+/// or a table row ("정보보안팀, 5월 28일", "From: Aisha Okafor").
+pub(crate) fn is_statement(sentence: &str) -> bool {
+    let end = sentence
+        .trim_end_matches(['"', '\'', '”', '’', ')', '*', '_'])
+        .chars()
+        .last();
+    let last_word = sentence.split_whitespace().last().unwrap_or_default();
+    matches!(
+        end,
+        Some('.' | '!' | '?' | '。' | '다' | '요' | '음' | '함' | '임' | '됨')
+    ) && sentence.split_whitespace().count() >= 3
+        && !ABBREVIATIONS.contains(&last_word)
+        && !defers(sentence)
+}
+
+/// Words whose full stop does not end a sentence: a "sentence" ending in
+/// one was cut short ("… cost per device (Mr.").
+const ABBREVIATIONS: &[&str] = &[
+    "Mr.", "(Mr.", "Mrs.", "(Mrs.", "Ms.", "(Ms.", "Dr.", "(Dr.", "St.", "vs.", "e.g.", "i.e.",
+    "etc.", "approx.", "No.", "p.",
+];
+
+/// Phrases that put a topic off rather than say anything about it: "will
+/// be discussed at the next meeting", "asked that it be put on the agenda",
+/// "다음 회의에서 논의하기로 했다".
+const DEFERRALS: &[&str] = &[
+    "on the agenda",
+    "will be discussed",
+    "to be discussed",
+    "at the next meeting",
+    "for the next meeting",
+    "to be decided",
+    "will follow up",
+    "action item",
+    "논의하기로",
+    "다음 회의",
+    "추후 논의",
+    "논의할 예정",
+    "안건으로",
+];
+
+/// Whether a text holds one of `cues`, case aside.
+pub(crate) fn holds_any(text: &str, cues: &[&str]) -> bool {
+    let lower = text.to_lowercase();
+    cues.iter().any(|c| lower.contains(c))
+}
+
+/// Whether a sentence only defers its topic.
+pub(crate) fn defers(sentence: &str) -> bool {
+    holds_any(sentence, DEFERRALS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn list_items_split_and_lose_their_markers() {
+        assert_eq!(
+            bullet_items("- 모델: DS-11 - 가격: 2억 원 - 주행거리: 약 700km"),
+            ["- 모델: DS-11", "- 가격: 2억 원", "- 주행거리: 약 700km"]
+        );
+        assert_eq!(bullet_items("Cost - about $5."), ["Cost - about $5."]);
+        assert_eq!(unbulleted("- **Kafka**: 42,000/s."), "**Kafka**: 42,000/s.");
+        assert_eq!(unbulleted("2. Second step."), "Second step.");
+    }
+
+    #[test]
+    fn only_statements_are_quoted() {
+        for (sentence, quotable) in [
+            ("The pilot cut energy use by 48 percent.", true),
+            ("시범 기간에 보안 사고는 없었다.", true),
+            ("정보보안팀, 5월 28일", false),
+            (
+                "Finance memo with the four-year cost per device (Mr.",
+                false,
+            ),
+            (
+                "Teacher training will be discussed at the next meeting.",
+                false,
+            ),
+            ("운전기사 교육 계획은 다음 회의에서 논의하기로 했다.", false),
+            ("Costs.", false),
+        ] {
+            assert_eq!(is_statement(sentence), quotable, "{sentence}");
+        }
+    }
+
+    #[test]
+    fn names_are_capitalised_or_acronyms() {
+        assert!(is_name_word("iPad"));
+        assert!(is_name_word("SQS"));
+        assert!(is_name_word("Surface"));
+        assert!(!is_name_word("battery"));
+        assert!(!is_name_word("May"));
+        assert!(!is_name_word("42"));
+    }
+}
