@@ -56,6 +56,9 @@ const CUES: &[(&str, bool)] = &[
     ("particularly", true),
     ("taking into account", true),
     ("account for", true),
+    ("what about", true),
+    ("how about", true),
+    ("and what about", true),
 ];
 
 /// Words that split a compare-list into what is compared and on what.
@@ -409,6 +412,8 @@ fn split_items(list: &str) -> Vec<String> {
     for sep in [
         ",",
         "、",
+        "·",
+        "ㆍ",
         " and ",
         " or ",
         " & ",
@@ -556,6 +561,10 @@ mod tests {
             asked("Should we adopt RAG? Focus on the cost.").dimensions,
             ["cost"]
         );
+        assert_eq!(
+            asked("Drip or pivot for the co-op? What about crop yield and labor?").dimensions,
+            ["crop yield", "labor"]
+        );
     }
 
     #[test]
@@ -592,6 +601,8 @@ mod tests {
         let a = asked("자동화 설비, 인력 충원, 외주 중에서 무엇이 나은가? 비용과 안전을 검토하라.");
         assert_eq!(a.entities, ["자동화 설비", "인력 충원", "외주"]);
         assert_eq!(a.dimensions, ["비용", "안전"]);
+        let a = asked("EMR 인프라 교체안을 비용·응답 속도·탄소 배출 기준으로 평가해 줘.");
+        assert_eq!(a.dimensions, ["비용", "응답 속도", "탄소 배출"]);
         let a = asked("전기버스와 수소버스를 주행거리와 소음 측면에서 비교해 줘.");
         assert_eq!(a.dimensions, ["주행거리", "소음"]);
         assert_eq!(a.entities, ["전기버스", "수소버스"]);

@@ -20,7 +20,7 @@ use super::relevance::{
     BEST_SHARE, GOAL_SHARE, Lexicon, Topic, about_dimension, answerable, content, coverage, facets,
 };
 use super::search::{Hit, hits, sentences};
-use super::sentence::{bullet_items, defers, holds_any, is_name_word, is_statement, unbulleted};
+use super::sentence::{bullet_items, holds_any, is_name_word, is_quotable, unbulleted};
 
 /// The query a step searched for.
 pub(crate) fn query_of(step: &Step) -> String {
@@ -266,10 +266,7 @@ impl<'a> Lens<'a> {
                 for raw in sentences(passage).into_iter().flat_map(bullet_items) {
                     let sentence = unbulleted(raw);
                     // A list item states its fact without a full stop.
-                    let item = sentence.len() < raw.len()
-                        && sentence.split_whitespace().count() >= 3
-                        && !defers(sentence);
-                    if !(is_statement(sentence) || item)
+                    if !is_quotable(raw, sentence)
                         || (!hit.title.is_empty() && sentence.contains(hit.title.as_str()))
                         || quotes
                             .iter()

@@ -199,6 +199,8 @@ struct Built {
     cohesion: HashMap<String, f64>,
     /// The median cohesion of the corpus.
     median_cohesion: f64,
+    /// Notes that say up front they are about something else.
+    disclaiming: BTreeSet<String>,
 }
 
 impl Lexicon {
@@ -229,6 +231,16 @@ impl Lexicon {
                 }
                 b.note_words.insert(note.id.clone(), all);
                 b.titles.insert(note.id.clone(), words(&note.title));
+                let opening = stepwise_tools::notes::passages::split_passages(&note.text)
+                    .into_iter()
+                    .take(2)
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                if super::sentence::out_of_scope(&note.title)
+                    || super::sentence::out_of_scope(&opening)
+                {
+                    b.disclaiming.insert(note.id.clone());
+                }
                 for (passage, heading) in
                     stepwise_tools::notes::passages::split_sections(&note.text)
                 {
@@ -319,6 +331,21 @@ impl Lexicon {
         out
     }
 
+    /// Whether a note uses `term` (a stem) or a variant of it.
+    pub(crate) fn note_mentions(&self, note_id: &str, term: &str) -> bool {
+        self.built()
+            .note_words
+            .get(note_id)
+            .is_some_and(|ws| mentions(ws, term))
+    }
+
+    /// Whether a note says up front — in its title or first two passages —
+    /// that it is about something outside the decision ("separate from the
+    /// street light conversion", "1차 회의에서 검토 대상에서 제외").
+    pub(crate) fn disclaims(&self, note_id: &str) -> bool {
+        self.built().disclaiming.contains(note_id)
+    }
+
     /// Whether a note belongs with the rest of the corpus (see [`Lexicon::on_topic`]).
     pub(crate) fn cohesive(&self, note_id: &str) -> bool {
         let b = self.built();
@@ -366,6 +393,9 @@ impl Lexicon {
         let Some(note) = self.built().note_words.get(note_id) else {
             return false;
         };
+        if self.disclaims(note_id) {
+            return false;
+        }
         if topic.names_an_entity(note) {
             return true;
         }
@@ -435,9 +465,20 @@ pub(crate) fn about_dimension(
     let frame = lexicon.frame_words(note_id, passage);
     let frame_names_it = terms.iter().all(|t| mentions(&frame, t));
     let in_sentence = terms.iter().any(|t| mentions(sentence, t));
-    (in_sentence || frame_names_it)
+    if (in_sentence || frame_names_it)
         && lexicon.share(&terms, &|t| mentions(sentence, t) || mentions(&frame, t))
             >= DIMENSION_SHARE
+    {
+        return true;
+    }
+    // A compound dimension by its head ("crop yield" → "Field 9 yielded 241
+    // bushels"): the head in the sentence, every other word in its note.
+    match terms.split_last() {
+        Some((head, modifiers)) if !modifiers.is_empty() => {
+            mentions(sentence, head) && modifiers.iter().all(|m| lexicon.note_mentions(note_id, m))
+        }
+        _ => false,
+    }
 }
 
 /// The facets of a question: its clauses ("What is the latency budget,

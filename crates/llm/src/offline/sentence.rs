@@ -110,6 +110,7 @@ pub(crate) fn is_statement(sentence: &str) -> bool {
     ) && sentence.split_whitespace().count() >= 3
         && !ABBREVIATIONS.contains(&last_word)
         && !defers(sentence)
+        && !excludes_itself(sentence)
 }
 
 /// Words whose full stop does not end a sentence: a "sentence" ending in
@@ -131,6 +132,15 @@ const DEFERRALS: &[&str] = &[
     "to be decided",
     "will follow up",
     "action item",
+    "be taken up",
+    "be discussed",
+    "be revisited",
+    "will revisit",
+    "come back to",
+    "따로 정하기로",
+    "추후 정하기로",
+    "다루지 않았다",
+    "다루지 않기로",
     "논의하기로",
     "다음 회의",
     "추후 논의",
@@ -142,6 +152,57 @@ const DEFERRALS: &[&str] = &[
 pub(crate) fn holds_any(text: &str, cues: &[&str]) -> bool {
     let lower = text.to_lowercase();
     cues.iter().any(|c| lower.contains(c))
+}
+
+/// Phrases by which a text puts itself outside the decision: "separate
+/// from the street light conversion", "이번 EMR 검토 대상이 아니다".
+const SELF_EXCLUSIONS: &[&str] = &[
+    "separate from the",
+    "not part of this",
+    "not part of the",
+    "out of scope",
+    "outside the scope",
+    "대상이 아니다",
+    "대상이 아니며",
+    "대상에서 제외",
+    "별도로 진행",
+    "별개의 사업",
+    "별개 사업",
+];
+
+/// Phrases by which a note's opening sets its subject aside ("was set
+/// aside in January"); in the middle of a note, "rules out RabbitMQ" is a
+/// claim, so these count only where a note says what it is about.
+const SET_ASIDE: &[&str] = &[
+    "set aside",
+    "ruled out",
+    "was excluded",
+    "were excluded",
+    "제외했다",
+    "제외하기로",
+    "제외된",
+];
+
+/// Whether `sentence` (`raw` without its list marker) may be quoted: a
+/// statement, or a list item of three words or more, that neither defers
+/// its topic nor puts itself outside the decision.
+pub(crate) fn is_quotable(raw: &str, sentence: &str) -> bool {
+    // A list item states its fact without a full stop.
+    let item = sentence.len() < raw.len()
+        && sentence.split_whitespace().count() >= 3
+        && !defers(sentence)
+        && !excludes_itself(sentence);
+    is_statement(sentence) || item
+}
+
+/// Whether a sentence says it is outside the decision.
+pub(crate) fn excludes_itself(sentence: &str) -> bool {
+    holds_any(sentence, SELF_EXCLUSIONS)
+}
+
+/// Whether a note's title or opening puts the note outside the decision.
+pub(crate) fn out_of_scope(opening: &str) -> bool {
+    holds_any(opening, SELF_EXCLUSIONS) || holds_any(opening, SET_ASIDE)
 }
 
 /// Whether a sentence only defers its topic.
@@ -179,7 +240,23 @@ mod tests {
                 false,
             ),
             ("운전기사 교육 계획은 다음 회의에서 논의하기로 했다.", false),
+            (
+                "Ruth asked that labor be taken up at the March meeting.",
+                false,
+            ),
+            (
+                "가용성 목표치는 따로 정하기로 하고, 이번 회의에서는 다루지 않았다.",
+                false,
+            ),
             ("Costs.", false),
+            (
+                "별도로 진행 중인 PACS 사업의 비용은 9억 원이며, 이번 검토 대상이 아니다.",
+                false,
+            ),
+            (
+                "The throughput target rules out RabbitMQ on that hardware.",
+                true,
+            ),
         ] {
             assert_eq!(is_statement(sentence), quotable, "{sentence}");
         }

@@ -310,8 +310,9 @@ fn kind_of(value: &Value) -> &'static str {
     }
 }
 
-/// The first Markdown heading outside code fences, else the first non-empty
-/// line, cut to [`MAX_TITLE_CHARS`]; `None` for a blank text.
+/// The first Markdown heading outside code fences, else an email's subject
+/// line, else the first non-empty line, cut to [`MAX_TITLE_CHARS`]; `None`
+/// for a blank text.
 pub fn derive_title(text: &str) -> Option<String> {
     let mut in_fence = false;
     let mut heading = None;
@@ -324,8 +325,26 @@ pub fn derive_title(text: &str) -> Option<String> {
             break;
         }
     }
-    let title = heading.or_else(|| text.lines().map(str::trim).find(|l| !l.is_empty()))?;
+    let title = heading
+        .or_else(|| subject_line(text))
+        .or_else(|| text.lines().map(str::trim).find(|l| !l.is_empty()))?;
     Some(truncate(title, MAX_TITLE_CHARS))
+}
+
+/// An email's subject among its first header lines ("Subject: …",
+/// "제목: …"): a better title for a pasted email than its "From:" line.
+fn subject_line(text: &str) -> Option<&str> {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .take(6)
+        .find_map(|l| {
+            ["Subject:", "subject:", "SUBJECT:", "제목:"]
+                .iter()
+                .find_map(|p| l.strip_prefix(p))
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+        })
 }
 
 fn truncate(text: &str, max_chars: usize) -> String {
@@ -367,6 +386,18 @@ mod tests {
         assert_eq!(decode(b"ok \xff".to_vec()), Err(SkipReason::NotUtf8(3)));
         assert_eq!(decode("\u{feff}# T".as_bytes().to_vec()).unwrap(), "# T");
         assert!(SkipReason::NotUtf8(3).to_string().contains("offset 3"));
+    }
+
+    #[test]
+    fn an_emails_title_is_its_subject() {
+        assert_eq!(
+            derive_title("From: Tom <t@x>\nTo: Ann\nSubject: Re: pivot quote\n\nHi Ann,").unwrap(),
+            "Re: pivot quote"
+        );
+        assert_eq!(
+            derive_title("보낸 사람: 김\n제목: 응답 시간 측정\n\n본문").unwrap(),
+            "응답 시간 측정"
+        );
     }
 
     #[test]
