@@ -34,6 +34,13 @@ pub(crate) fn query_of(step: &Step) -> String {
 /// A question clause and the share of its weight a passage covers.
 type FacetCover<'f> = (&'f [String], f64);
 
+/// Whether a "sentence" is the note's title, or a header line carrying it
+/// ("Subject: Re: broker running costs - … From: …"); a long title only, so
+/// that "Costs rose 5%." in a note titled "Costs" is still a sentence.
+fn repeats_title(sentence: &str, title: &str) -> bool {
+    sentence == title || (title.chars().count() >= 24 && sentence.contains(title))
+}
+
 /// How a quote ranks (see [`Quote::rank`]).
 pub(crate) type Rank = (usize, usize, usize, usize, usize);
 
@@ -265,9 +272,8 @@ impl<'a> Lens<'a> {
             for (passage, facet) in hit.passages.iter().zip(hit_cover) {
                 for raw in sentences(passage).into_iter().flat_map(bullet_items) {
                     let sentence = unbulleted(raw);
-                    // A list item states its fact without a full stop.
                     if !is_quotable(raw, sentence)
-                        || (!hit.title.is_empty() && sentence.contains(hit.title.as_str()))
+                        || repeats_title(sentence, &hit.title)
                         || quotes
                             .iter()
                             .any(|q| q.sentence == sentence && q.note_id == hit.note_id)
@@ -318,5 +324,28 @@ impl<'a> Lens<'a> {
                 .unwrap_or(&step.description)
                 .to_owned(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_long_title_makes_a_line_a_header() {
+        let long = "Re: broker running costs - numbers for the decision meeting";
+        assert!(repeats_title(
+            &format!("Subject: {long} From: Aisha Okafor To: Jonas Weber"),
+            long
+        ));
+        assert!(repeats_title("Costs", "Costs"));
+        assert!(!repeats_title("Costs rose 5% in May.", "Costs"));
+    }
+
+    #[test]
+    fn questions_of_quantity() {
+        assert!(asks_quantity("What share of chats were resolved?"));
+        assert!(asks_quantity("해결률은 얼마였나?"));
+        assert!(!asks_quantity("Should we adopt RAG?"));
     }
 }
