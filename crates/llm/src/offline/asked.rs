@@ -186,7 +186,8 @@ fn lists_in(clause: &str) -> (Vec<String>, Vec<String>) {
         return (dimensions, entities);
     }
     if let Some((list, strong, compare)) = after_cue(clause) {
-        let (what, on) = if compare {
+        // "Compare / weigh / evaluate A and B on (in terms of) X and Y".
+        let (what, on) = if compare || !strong {
             split_on(&list)
         } else {
             (None, list)
@@ -417,6 +418,10 @@ fn split_items(list: &str) -> Vec<String> {
         " and ",
         " or ",
         " & ",
+        " against ",
+        " versus ",
+        " vs. ",
+        " vs ",
         " as well as ",
         " 및 ",
         " 그리고 ",
@@ -549,6 +554,9 @@ mod tests {
         let a = asked("Compare Kafka and SQS.");
         assert!(a.dimensions.is_empty());
         assert_eq!(a.entities, ["Kafka", "SQS"]);
+        let a = asked("Weigh TicketLoom against Gatehouse in terms of cost and staff training.");
+        assert_eq!(a.dimensions, ["cost", "staff training"]);
+        assert_eq!(a.entities, ["TicketLoom", "Gatehouse"]);
     }
 
     #[test]

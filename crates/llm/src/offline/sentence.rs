@@ -181,6 +181,7 @@ const SET_ASIDE: &[&str] = &[
     "제외했다",
     "제외하기로",
     "제외된",
+    "별개",
 ];
 
 /// Whether `sentence` (`raw` without its list marker) may be quoted: a
