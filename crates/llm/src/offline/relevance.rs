@@ -2,28 +2,30 @@
 //!
 //! - Under a **dimension** ("cost", "staff training"), a sentence must name
 //!   the dimension: its words, or variants of them (whole-word stems, see
-//!   [`stepwise_tools::notes::stem`]), found in the sentence or in its note's
-//!   title, covering at least [`DIMENSION_SHARE`] of the dimension's weight
-//!   (rare words weigh more, by inverse document frequency), with at least
-//!   one of them in the sentence itself unless the title names the whole
-//!   dimension. "Training itself is cheap" (model training) is not about
-//!   "staff training"; "the audit trail" is not about "training" at all.
+//!   [`stepwise_tools::notes::stem`]), found in the sentence or in what
+//!   frames it (its note's title, the heading it sits under), covering at
+//!   least [`DIMENSION_SHARE`] of the dimension's weight (rare words weigh
+//!   more, by inverse document frequency), with at least one of them in the
+//!   sentence itself unless the frame names the whole dimension; or the
+//!   sentence names the dimension's head ("yield" for "crop yield") in a
+//!   note that names the rest. "Training itself is cheap" (model training)
+//!   is not about "staff training"; "the audit trail" is not about
+//!   "training" at all.
 //! - Under the **goal as a whole** (no dimension asked) or a user's own
-//!   sub-question, the sentence's passage with its note's title must cover
-//!   at least [`GOAL_SHARE`] of the weight of one of the question's clauses
+//!   sub-question, the sentence's passage with its frame must cover at least
+//!   [`GOAL_SHARE`] of the weight of one of the question's clauses
 //!   ([`facets`]) and [`BEST_SHARE`] of what the best passage retrieved
-//!   covers, and the sentence must hold one of its words or a figure.
-//!   A question whose distinctive words the notes never use ("laid off")
-//!   finds nothing, whatever else it shares with them.
+//!   covers, and the sentence must hold one of its words or a figure. A
+//!   question whose distinctive words the notes never use ("laid off") finds
+//!   nothing, whatever else it shares with them.
 //! - Either way the note must be **on topic**: it names one of the
 //!   alternatives compared, shares at least [`TOPIC_SHARE`] of the weight of
 //!   the goal's context words that the notes use at all, or belongs with the
 //!   rest of the corpus ([`COHESION_SHARE`]); for a question without
 //!   dimensions, it must belong with the corpus or name an alternative (a
-//!   question about the office party is not what the notes are for).
-//! - A note's **title and the heading** a passage sits under frame it: a
-//!   paragraph under "## Durability" is about durability. An office-party note that mentions a cost is not
-//!   evidence on a broker's cost.
+//!   question about the office party is not what the notes are for). A note
+//!   whose title or opening puts it outside the decision ("separate from the
+//!   street light conversion") is not on topic.
 //!
 //! The query a step searched for plays no part: a reformulated search is
 //! judged against the original question.
