@@ -203,6 +203,9 @@ struct Built {
     median_cohesion: f64,
     /// Notes that say up front they are about something else.
     disclaiming: BTreeSet<String>,
+    /// Options some note says were dropped ("… were discussed and set
+    /// aside"), as the stems of their names.
+    dropped: Vec<Vec<String>>,
 }
 
 impl Lexicon {
@@ -238,6 +241,13 @@ impl Lexicon {
                     .take(2)
                     .collect::<Vec<_>>()
                     .join(" ");
+                for passage in stepwise_tools::notes::passages::split_passages(&note.text) {
+                    for sentence in stepwise_tools::notes::sentences(&passage) {
+                        if let Some(option) = super::sentence::dropped_option(sentence) {
+                            b.dropped.push(content(&option));
+                        }
+                    }
+                }
                 if super::sentence::out_of_scope(&note.title)
                     || super::sentence::out_of_scope(&opening)
                 {
@@ -348,6 +358,19 @@ impl Lexicon {
         self.built().disclaiming.contains(note_id)
     }
 
+    /// Whether a note's title names an option another note says was dropped
+    /// ("Surge valve retrofit — quote" after "Surge valves … were set
+    /// aside"), unless the goal itself asks about that option.
+    fn about_a_dropped_option(&self, topic: &Topic, note_id: &str) -> bool {
+        let title = self.title_words(note_id);
+        self.built().dropped.iter().any(|option| {
+            !option.is_empty()
+                && !topic.names_an_entity(option)
+                && !option.iter().all(|w| topic.context.contains(w))
+                && option.iter().all(|w| mentions(title, w))
+        })
+    }
+
     /// Whether a note belongs with the rest of the corpus (see [`Lexicon::on_topic`]).
     pub(crate) fn cohesive(&self, note_id: &str) -> bool {
         let b = self.built();
@@ -395,7 +418,7 @@ impl Lexicon {
         let Some(note) = self.built().note_words.get(note_id) else {
             return false;
         };
-        if self.disclaims(note_id) {
+        if self.disclaims(note_id) || self.about_a_dropped_option(topic, note_id) {
             return false;
         }
         if topic.names_an_entity(note) {

@@ -182,6 +182,7 @@ const SET_ASIDE: &[&str] = &[
     "제외하기로",
     "제외된",
     "별개",
+    "not shortlisted",
 ];
 
 /// Whether `sentence` (`raw` without its list marker) may be quoted: a
@@ -194,6 +195,45 @@ pub(crate) fn is_quotable(raw: &str, sentence: &str) -> bool {
         && !defers(sentence)
         && !excludes_itself(sentence);
     is_statement(sentence) || item
+}
+
+/// How a sentence says an option was dropped: "Surge valves on the existing
+/// furrows were discussed and set aside", "Kiosko was ruled out".
+const DROPPED: &[&str] = &[
+    " were discussed and set aside",
+    " was discussed and set aside",
+    " were set aside",
+    " was set aside",
+    " were ruled out",
+    " was ruled out",
+    " were dropped",
+    " was dropped",
+    " were excluded",
+    " was excluded",
+    " were not shortlisted",
+    " was not shortlisted",
+];
+
+/// Words that end the name of a dropped option ("Surge valves *on* the
+/// existing furrows").
+const NAME_ENDS: &[&str] = &[
+    "on", "for", "from", "in", "at", "with", "to", "by", "of", "as", "and", "or",
+];
+
+/// The option a sentence says was dropped, as its first words up to a
+/// preposition (at most three): "Surge valves", "Self-service kiosks".
+pub(crate) fn dropped_option(sentence: &str) -> Option<String> {
+    let lower = sentence.to_lowercase();
+    if lower.len() != sentence.len() {
+        return None; // lowercasing moved byte offsets: no safe cut
+    }
+    let at = DROPPED.iter().filter_map(|c| lower.find(c)).min()?;
+    let name: Vec<&str> = unbulleted(&sentence[..at])
+        .split_whitespace()
+        .take_while(|w| !NAME_ENDS.contains(&w.to_lowercase().as_str()))
+        .take(3)
+        .collect();
+    (!name.is_empty()).then(|| name.join(" "))
 }
 
 /// Whether a sentence says it is outside the decision.
@@ -261,6 +301,26 @@ mod tests {
         ] {
             assert_eq!(is_statement(sentence), quotable, "{sentence}");
         }
+    }
+
+    #[test]
+    fn a_dropped_option_is_named_by_its_first_words() {
+        assert_eq!(
+            dropped_option(
+                "Surge valves on the existing furrows were discussed and set aside; members said no."
+            )
+            .as_deref(),
+            Some("Surge valves")
+        );
+        assert_eq!(
+            dropped_option("- Self-service kiosks from Kiosko were discussed and set aside.")
+                .as_deref(),
+            Some("Self-service kiosks")
+        );
+        assert_eq!(
+            dropped_option("The throughput target rules out RabbitMQ."),
+            None
+        );
     }
 
     #[test]
