@@ -6,6 +6,10 @@ use std::process::Command;
 
 use serde_json::Value;
 
+mod common;
+
+use common::retrieved;
+
 const GOAL: &str = "Should our support team adopt retrieval-augmented generation or fine-tuning?";
 
 fn examples() -> PathBuf {
@@ -56,22 +60,6 @@ fn citations(markdown: &str) -> Vec<String> {
         }
     }
     out
-}
-
-/// Note ids that a run's search steps actually returned.
-fn retrieved(json: &Value) -> Vec<String> {
-    json["step_results"]
-        .as_object()
-        .unwrap()
-        .values()
-        .flat_map(|r| {
-            r["output"]["results"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default()
-        })
-        .filter_map(|h| h["note_id"].as_str().map(str::to_owned))
-        .collect()
 }
 
 struct Out {

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 mod common;
 
-use common::{Out, Scratch};
+use common::{Out, STRATEGIES, Scratch, retrieved};
 
 /// A scratch folder: the run database, a notes folder, scripts, plans.
 struct Dir(Scratch);
@@ -127,14 +127,7 @@ fn uncited_script(strategy: &str) -> Value {
 
 #[test]
 fn a_report_that_cites_no_evidence_is_never_ok_in_any_strategy() {
-    for strategy in [
-        "plan-execute",
-        "plan-solve",
-        "verified",
-        "react",
-        "react-isolated",
-        "router",
-    ] {
+    for strategy in STRATEGIES {
         let dir = Dir::new(&format!("uncited-{strategy}"));
         let model = dir.script(&uncited_script(strategy));
         let out = run(
@@ -617,22 +610,10 @@ fn a_binary_or_non_utf8_note_is_skipped_and_reported_and_the_run_goes_on() {
         "{}",
         out.stderr
     );
-    let v = out.json();
-    let tools: Vec<Value> = v["step_results"]
-        .as_object()
-        .unwrap()
-        .values()
-        .flat_map(|r| {
-            r["output"]["results"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default()
-        })
-        .collect();
     assert!(
-        tools
+        retrieved(&out.json())
             .iter()
-            .all(|h| h["note_id"] != "diagram" && h["note_id"] != "latin1"),
+            .all(|id| id != "diagram" && id != "latin1"),
         "skipped notes are not searched"
     );
 }

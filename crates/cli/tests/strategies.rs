@@ -5,15 +5,6 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-const SIX: [&str; 6] = [
-    "plan-execute",
-    "plan-solve",
-    "verified",
-    "react",
-    "react-isolated",
-    "router",
-];
-
 /// The notes say "maintain", never "maintenance": plan-execute replans here.
 const GOAL: &str = "Should our team adopt retrieval-augmented generation for customer support?";
 const CONSTRAINTS: &str = r#"{"comparison_dimensions": ["operating cost", "maintenance"]}"#;
@@ -24,7 +15,7 @@ fn notes() -> PathBuf {
 
 mod common;
 
-use common::{Out, Scratch as Dir};
+use common::{Out, STRATEGIES as SIX, Scratch as Dir};
 
 fn stepwise(dir: &Dir, args: &[&str], env: &[(&str, &str)]) -> Out {
     common::stepwise(dir.path(), &dir.db(), args, env)

@@ -414,8 +414,9 @@ async fn a_refused_approval_stops_the_run_for_review() {
     assert_eq!(setup.ledger.calls.load(Ordering::SeqCst), 0);
 }
 
-#[tokio::test]
-async fn a_breakpoint_at_max_replans_resumes_with_a_higher_bound() {
+/// A run whose only step falls short with no replan allowed: it stops for
+/// review, with a replan (`a2`) ready for whoever resumes it.
+async fn stopped_at_max_replans() -> (Setup, Arc<MemoryStore>, RunState) {
     let mut setup = Setup::new(vec![read("a", &[])]);
     setup.assessments = vec![Assessment::gap("thin")];
     setup.replans = vec![vec![read("a2", &[])]];
@@ -431,6 +432,12 @@ async fn a_breakpoint_at_max_replans_resumes_with_a_higher_bound() {
         .await
         .unwrap();
     assert_eq!(stopped.status, RunStatus::NeedsReview);
+    (setup, store, stopped)
+}
+
+#[tokio::test]
+async fn a_breakpoint_at_max_replans_resumes_with_a_higher_bound() {
+    let (mut setup, store, stopped) = stopped_at_max_replans().await;
     // The roles of the resuming process judge a2 fine.
     setup.assessments = vec![Assessment::ok("better")];
     let sink = Arc::new(StoreSink::new(store.clone(), None));
@@ -461,21 +468,7 @@ async fn a_breakpoint_at_max_replans_resumes_with_a_higher_bound() {
 
 #[tokio::test]
 async fn an_unchanged_resume_of_a_needs_review_run_records_nothing_and_a_changed_one_goes_on() {
-    let mut setup = Setup::new(vec![read("a", &[])]);
-    setup.assessments = vec![Assessment::gap("thin")];
-    setup.replans = vec![vec![read("a2", &[])]];
-    let store = Arc::new(MemoryStore::new());
-    let sink = Arc::new(StoreSink::new(store.clone(), None));
-    let constraints = Constraints {
-        max_replans: Some(0),
-        ..Constraints::default()
-    };
-    let stopped = setup
-        .engine(&store, sink, true)
-        .run("demo", constraints)
-        .await
-        .unwrap();
-    assert_eq!(stopped.status, RunStatus::NeedsReview);
+    let (mut setup, store, stopped) = stopped_at_max_replans().await;
     // Seed 000: past the replan cap, the person is asked to simplify.
     let why = stopped.blocked_reason.clone().unwrap();
     assert!(why.contains("please simplify it or narrow it"), "{why}");

@@ -78,3 +78,29 @@ pub(crate) fn stepwise(cwd: &Path, db: &Path, args: &[&str], env: &[(&str, &str)
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
 }
+
+/// Every built-in strategy, as `stepwise strategies` lists them.
+pub(crate) const STRATEGIES: [&str; 6] = [
+    "plan-execute",
+    "plan-solve",
+    "verified",
+    "react",
+    "react-isolated",
+    "router",
+];
+
+/// Note ids that a run's search steps actually returned (`--json` output).
+pub(crate) fn retrieved(json: &Value) -> Vec<String> {
+    json["step_results"]
+        .as_object()
+        .unwrap()
+        .values()
+        .flat_map(|r| {
+            r["output"]["results"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .filter_map(|h| h["note_id"].as_str().map(str::to_owned))
+        .collect()
+}
