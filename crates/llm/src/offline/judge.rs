@@ -31,6 +31,26 @@ pub(crate) fn query_of(step: &Step) -> String {
         .to_owned()
 }
 
+/// A sentence and its stems, computed once for every rule that reads them.
+struct Said<'a> {
+    text: &'a str,
+    words: Vec<String>,
+}
+
+impl<'a> Said<'a> {
+    fn new(text: &'a str) -> Self {
+        Self {
+            text,
+            words: words(text),
+        }
+    }
+
+    /// Whether it gives a figure.
+    fn has_figure(&self) -> bool {
+        self.text.chars().any(|c| c.is_ascii_digit())
+    }
+}
+
 /// A question clause and the share of its weight a passage covers.
 type FacetCover<'f> = (&'f [String], f64);
 
@@ -173,7 +193,7 @@ impl<'a> Lens<'a> {
     fn about(
         &self,
         description: &str,
-        sentence: &str,
+        sentence: &Said<'_>,
         passage: &str,
         facet: Option<FacetCover<'_>>,
         best: f64,
@@ -182,18 +202,17 @@ impl<'a> Lens<'a> {
         if !self.lexicon.on_topic(&self.topic, note_id) || self.names_another(sentence) {
             return false;
         }
-        let ws = words(sentence);
+        let ws = &sentence.words;
         if let Some(d) = self.asked.dimension_of(description) {
-            return about_dimension(self.lexicon, d, &ws, note_id, passage);
+            return about_dimension(self.lexicon, d, ws, note_id, passage);
         }
-        if !self.lexicon.cohesive(note_id) && !self.topic.names_an_entity(&ws) {
+        if !self.lexicon.cohesive(note_id) && !self.topic.names_an_entity(ws) {
             return false;
         }
         facet.is_some_and(|(facet, covered)| {
             covered >= GOAL_SHARE
                 && covered >= BEST_SHARE * best
-                && (facet.iter().any(|t| mentions(&ws, t))
-                    || sentence.chars().any(|c| c.is_ascii_digit()))
+                && (facet.iter().any(|t| mentions(ws, t)) || sentence.has_figure())
         })
     }
 
@@ -201,15 +220,13 @@ impl<'a> Lens<'a> {
     /// alternatives: when the goal compares named options, a sentence that
     /// names something else by name (an option not asked, "the iPad") and
     /// none of them is evidence on that other thing.
-    fn names_another(&self, sentence: &str) -> bool {
-        if self.asked.entities.is_empty() {
-            return false;
-        }
-        if self.topic.names_an_entity(&words(sentence)) {
+    fn names_another(&self, sentence: &Said<'_>) -> bool {
+        if self.asked.entities.is_empty() || self.topic.names_an_entity(&sentence.words) {
             return false;
         }
         let goal = self.goal_lower.as_str();
         sentence
+            .text
             .split_whitespace()
             .skip(1)
             .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()))
@@ -280,9 +297,10 @@ impl<'a> Lens<'a> {
                     {
                         continue;
                     }
+                    let said = Said::new(sentence);
                     if !self.about(
                         &step.description,
-                        sentence,
+                        &said,
                         passage,
                         *facet,
                         best,
@@ -290,13 +308,11 @@ impl<'a> Lens<'a> {
                     ) {
                         continue;
                     }
-                    let ws = words(sentence);
-                    let figure = sentence.chars().any(|c| c.is_ascii_digit());
-                    let count =
-                        |terms: &[String]| terms.iter().filter(|t| mentions(&ws, t)).count();
-                    let names_subject = usize::from(
-                        !subject.is_empty() && subject.iter().all(|t| mentions(&ws, t)),
-                    );
+                    let ws = &said.words;
+                    let figure = said.has_figure();
+                    let count = |terms: &[String]| terms.iter().filter(|t| mentions(ws, t)).count();
+                    let names_subject =
+                        usize::from(!subject.is_empty() && subject.iter().all(|t| mentions(ws, t)));
                     quotes.push(Quote {
                         note_id: hit.note_id.clone(),
                         sentence: sentence.to_owned(),

@@ -21,6 +21,7 @@ use super::search::contradictions;
 use stepwise_tools::notes::stem::{mentions, words};
 
 /// One sentence chosen for the brief.
+#[derive(Clone)]
 struct Pick {
     sentence: String,
     note_id: String,
@@ -45,15 +46,9 @@ fn sentences_per_section(state: &RunState) -> usize {
     }
 }
 
-/// The best sentences for one sub-question, from all its search steps,
-/// leaving out sentences an earlier section already quotes.
-fn picks_for(
-    lens: &Lens<'_>,
-    state: &RunState,
-    description: &str,
-    limit: usize,
-    used: &[String],
-) -> Vec<Pick> {
+/// The sentences that may back one sub-question, from all its search
+/// steps, best first (a stable sort: ties keep retrieval order).
+fn candidates(lens: &Lens<'_>, state: &RunState, description: &str) -> Vec<Pick> {
     let mut ranked: Vec<(Rank, Pick)> = Vec::new();
     for step in state
         .plan
@@ -65,7 +60,7 @@ fn picks_for(
             continue;
         };
         for q in lens.judge(step, &result.output).quotes {
-            if used.contains(&q.sentence) || ranked.iter().any(|(_, p)| p.sentence == q.sentence) {
+            if ranked.iter().any(|(_, p)| p.sentence == q.sentence) {
                 continue;
             }
             ranked.push((
@@ -78,10 +73,20 @@ fn picks_for(
             ));
         }
     }
-    // Stable sort: ties keep retrieval order (best-scoring note first).
     ranked.sort_by_key(|(rank, _)| std::cmp::Reverse(*rank));
-    let ranked: Vec<Pick> = ranked.into_iter().map(|(_, p)| p).collect();
-    across_alternatives(lens, ranked, limit)
+    ranked.into_iter().map(|(_, p)| p).collect()
+}
+
+/// The best `limit` candidates, leaving out sentences an earlier section
+/// already quotes — unless that leaves none: then they are quoted again.
+fn picks_for(lens: &Lens<'_>, candidates: Vec<Pick>, limit: usize, used: &[String]) -> Vec<Pick> {
+    let fresh: Vec<Pick> = candidates
+        .iter()
+        .filter(|p| !used.contains(&p.sentence))
+        .cloned()
+        .collect();
+    let chosen = if fresh.is_empty() { candidates } else { fresh };
+    across_alternatives(lens, chosen, limit)
 }
 
 /// The first `limit` picks, but when the goal compares alternatives, the
@@ -216,11 +221,7 @@ impl Synthesizer for OfflineSynthesizer {
                 continue;
             };
             let used: Vec<String> = evidence_list.iter().map(|e| e.quote.clone()).collect();
-            let mut picks = picks_for(&lens, state, &question, limit, &used);
-            if picks.is_empty() {
-                // Everything relevant is quoted in an earlier section: quote it again here.
-                picks = picks_for(&lens, state, &question, limit, &[]);
-            }
+            let picks = picks_for(&lens, candidates(&lens, state, &question), limit, &used);
             if picks.is_empty() {
                 text.push_str("_No evidence found in the notes; see Unresolved gaps._\n");
                 own_gaps.push(gap_for(&question));
