@@ -186,7 +186,8 @@ impl<'a> Lens<'a> {
     }
 
     /// Whether a sentence of `note_id` is about the sub-question
-    /// `description`: a dimension by the sentence's own words; the goal or
+    /// `description`: a dimension by the sentence's own words and `frame`
+    /// (its passage's title and heading); the goal or
     /// a user's question by its passage — `covered`, the passage's best
     /// facet coverage, against `best`, the best of any passage retrieved —
     /// with the sentence holding one of the facet's words or a figure.
@@ -194,7 +195,7 @@ impl<'a> Lens<'a> {
         &self,
         description: &str,
         sentence: &Said<'_>,
-        passage: &str,
+        frame: &[String],
         facet: Option<FacetCover<'_>>,
         best: f64,
         note_id: &str,
@@ -204,7 +205,7 @@ impl<'a> Lens<'a> {
         }
         let ws = &sentence.words;
         if let Some(d) = self.asked.dimension_of(description) {
-            return about_dimension(self.lexicon, d, ws, note_id, passage);
+            return about_dimension(self.lexicon, d, ws, frame, note_id);
         }
         if !self.lexicon.cohesive(note_id) && !self.topic.names_an_entity(ws) {
             return false;
@@ -257,36 +258,33 @@ impl<'a> Lens<'a> {
         let facets = self.facets_of(&step.description);
         let quantity = self.asked.dimension_of(&step.description).is_none()
             && asks_quantity(&step.description);
-        // Each passage's best facet and its coverage; the best of all.
-        let covered: Vec<Vec<Option<FacetCover<'_>>>> = good
+        // What frames each passage, its best facet and that facet's
+        // coverage; the best coverage of all.
+        let views: Vec<Vec<(Vec<String>, Option<FacetCover<'_>>)>> = good
             .iter()
             .map(|hit| {
                 hit.passages
                     .iter()
                     .map(|p| {
+                        let frame = self.lexicon.frame_words(&hit.note_id, p);
                         let ws = words(p);
-                        facets
+                        let facet = facets
                             .iter()
-                            .map(|f| {
-                                (
-                                    f.as_slice(),
-                                    coverage(self.lexicon, f, (&ws, p), &hit.note_id),
-                                )
-                            })
-                            .max_by(|a, b| a.1.total_cmp(&b.1))
+                            .map(|f| (f.as_slice(), coverage(self.lexicon, f, &ws, &frame)))
+                            .max_by(|a, b| a.1.total_cmp(&b.1));
+                        (frame, facet)
                     })
                     .collect()
             })
             .collect();
-        let best = covered
+        let best = views
             .iter()
             .flatten()
-            .flatten()
-            .map(|(_, c)| *c)
+            .filter_map(|(_, facet)| facet.map(|(_, c)| c))
             .fold(0.0, f64::max);
         let mut quotes: Vec<Quote> = Vec::new();
-        for (hit, hit_cover) in good.iter().zip(&covered) {
-            for (passage, facet) in hit.passages.iter().zip(hit_cover) {
+        for (hit, hit_views) in good.iter().zip(&views) {
+            for (passage, (frame, facet)) in hit.passages.iter().zip(hit_views) {
                 for raw in sentences(passage).into_iter().flat_map(bullet_items) {
                     let sentence = unbulleted(raw);
                     if !is_quotable(raw, sentence)
@@ -298,14 +296,7 @@ impl<'a> Lens<'a> {
                         continue;
                     }
                     let said = Said::new(sentence);
-                    if !self.about(
-                        &step.description,
-                        &said,
-                        passage,
-                        *facet,
-                        best,
-                        &hit.note_id,
-                    ) {
+                    if !self.about(&step.description, &said, frame, *facet, best, &hit.note_id) {
                         continue;
                     }
                     let ws = &said.words;

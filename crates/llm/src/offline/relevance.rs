@@ -469,14 +469,15 @@ impl Topic {
     }
 }
 
-/// Whether a sentence of `passage` in note `note_id` is about `dimension`;
-/// the note's title and the passage's heading count as naming it.
+/// Whether a sentence (its stems) of note `note_id` is about `dimension`;
+/// what frames its passage (`frame`: [`Lexicon::frame_words`]) counts as
+/// naming it.
 pub(crate) fn about_dimension(
     lexicon: &Lexicon,
     dimension: &str,
     sentence: &[String],
+    frame: &[String],
     note_id: &str,
-    passage: &str,
 ) -> bool {
     let terms = content(dimension);
     let terms = if terms.is_empty() {
@@ -487,11 +488,10 @@ pub(crate) fn about_dimension(
     if terms.is_empty() {
         return false;
     }
-    let frame = lexicon.frame_words(note_id, passage);
-    let frame_names_it = terms.iter().all(|t| mentions(&frame, t));
+    let frame_names_it = terms.iter().all(|t| mentions(frame, t));
     let in_sentence = terms.iter().any(|t| mentions(sentence, t));
     if (in_sentence || frame_names_it)
-        && lexicon.share(&terms, &|t| mentions(sentence, t) || mentions(&frame, t))
+        && lexicon.share(&terms, &|t| mentions(sentence, t) || mentions(frame, t))
             >= DIMENSION_SHARE
     {
         return true;
@@ -537,16 +537,15 @@ pub(crate) fn answerable(lexicon: &Lexicon, facet: &[String]) -> bool {
     !facet.is_empty() && lexicon.share(facet, &|t| !lexicon.knows(t)) <= MAX_UNKNOWN_SHARE
 }
 
-/// The share of a facet's weight a passage of note `note_id` (its words
-/// and its text), with the note's title and the passage's heading, covers.
+/// The share of a facet's weight a passage (its stems) with what frames it
+/// ([`Lexicon::frame_words`]) covers.
 pub(crate) fn coverage(
     lexicon: &Lexicon,
     facet: &[String],
-    passage: (&[String], &str),
-    note_id: &str,
+    passage: &[String],
+    frame: &[String],
 ) -> f64 {
-    let frame = lexicon.frame_words(note_id, passage.1);
-    lexicon.share(facet, &|t| mentions(passage.0, t) || mentions(&frame, t))
+    lexicon.share(facet, &|t| mentions(passage, t) || mentions(frame, t))
 }
 
 #[cfg(test)]
@@ -599,7 +598,9 @@ mod tests {
     #[test]
     fn a_dimension_needs_its_own_words() {
         let lx = lexicon();
-        let about = |d: &str, s: &str, id: &str| about_dimension(&lx, d, &words(s), id, s);
+        let about = |d: &str, s: &str, id: &str| {
+            about_dimension(&lx, d, &words(s), &lx.frame_words(id, s), id)
+        };
         assert!(!about(
             "staff training",
             "Kafka keeps an audit trail for seven years.",
@@ -639,6 +640,6 @@ mod tests {
         assert_eq!(two.len(), 3, "{two:?}");
         let passage = words("Kafka brokers held 40,000 messages a second.");
         assert!(answerable(&lx, &two[1]));
-        assert!(coverage(&lx, &two[1], (&passage, ""), "load") > 0.99);
+        assert!(coverage(&lx, &two[1], &passage, &lx.frame_words("load", "")) > 0.99);
     }
 }
