@@ -305,16 +305,19 @@ impl Lexicon {
         }
         let b = self.built();
         let n = b.notes as f64;
-        let knows = b.note_words.values().any(|ws| mentions(ws, term));
+        // Notes that use the term or a variant (a Korean term: a word
+        // containing it); the idf of an English stem counts the stem itself.
+        let using = b
+            .note_words
+            .values()
+            .filter(|ws| mentions(ws, term))
+            .count();
         let df = if term.chars().any(|c| ('\u{AC00}'..='\u{D7A3}').contains(&c)) {
-            b.note_words
-                .values()
-                .filter(|ws| mentions(ws, term))
-                .count()
+            using
         } else {
             b.df.get(term).copied().unwrap_or(0)
         } as f64;
-        let stats = (knows, (1.0 + (n - df + 0.5) / (df + 0.5)).ln());
+        let stats = (using > 0, (1.0 + (n - df + 0.5) / (df + 0.5)).ln());
         if let Ok(mut m) = self.stats.lock() {
             m.insert(term.to_owned(), stats);
         }
