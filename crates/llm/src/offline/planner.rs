@@ -71,11 +71,15 @@ pub(crate) fn query_for(asked: &Asked, sub_question: &str) -> String {
 /// At most `max`; the dimensions left out are returned second, so they can
 /// be named as gaps rather than dropped.
 pub fn sub_questions(goal: &Goal, max: usize) -> (Vec<String>, Vec<String>) {
-    let asked = Asked::of(goal);
+    questions_of(&Asked::of(goal), &goal.goal, max)
+}
+
+/// [`sub_questions`] for what a goal asks, read once.
+fn questions_of(asked: &Asked, goal: &str, max: usize) -> (Vec<String>, Vec<String>) {
     let mut all = if asked.dimensions.is_empty() {
-        vec![goal.goal.clone()]
+        vec![goal.to_owned()]
     } else {
-        asked.dimensions
+        asked.dimensions.clone()
     };
     let dropped = all.split_off(max.max(1).min(all.len()));
     (all, dropped)
@@ -122,7 +126,8 @@ pub struct OfflinePlanner;
 #[async_trait]
 impl Planner for OfflinePlanner {
     async fn plan(&self, request: PlanRequest<'_>) -> Result<Reply<DraftPlan>, RoleError> {
-        let wanted = sub_questions(request.goal, usize::MAX).0.len();
+        let asked = Asked::of(request.goal);
+        let wanted = questions_of(&asked, &request.goal.goal, usize::MAX).0.len();
         // The comparison gives way to a dimension when the budget cannot
         // hold both: a dimension left out is a gap, a comparison is not.
         let can_compare =
@@ -132,8 +137,7 @@ impl Planner for OfflinePlanner {
         } else {
             request.max_steps
         };
-        let (questions, _) = sub_questions(request.goal, room);
-        let asked = Asked::of(request.goal);
+        let (questions, _) = questions_of(&asked, &request.goal.goal, room);
         let ids: Vec<String> = (1..=questions.len()).map(|i| format!("q{i}")).collect();
         let mut steps: Vec<Step> = ids
             .iter()
