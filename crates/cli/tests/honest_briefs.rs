@@ -974,7 +974,7 @@ fn check_corpus(name: &str) {
 
 // ---------------------------------------------------------------- tests
 
-const CORPORA: [&str; 10] = [
+const CORPORA: [&str; 12] = [
     "broker-en",
     "streetlights-en",
     "remote-work-ko",
@@ -985,6 +985,8 @@ const CORPORA: [&str; 10] = [
     "emr-cloud-ko",
     "ticketing-en",
     "library-kiosk-ko",
+    "schoolsis-en",
+    "bikeshare-ko",
 ];
 
 /// The fixtures mean what their labels say: every labelled note exists,
@@ -1219,4 +1221,16 @@ fn honest_briefs_on_the_ticketing_en_corpus() {
 #[test]
 fn honest_briefs_on_the_library_kiosk_ko_corpus() {
     check_corpus("library-kiosk-ko");
+}
+
+#[test]
+#[ignore = "known miss (blind corpus 4, first reading): the notes say \"conversion\" and \"import\", never \"migration\", so data migration is found only in a different project's note (mealpay-rollout, cited under data migration, cost and parent portal); pooled precision 83%, coverage 65% (see docs/bench.md)"]
+fn honest_briefs_on_the_schoolsis_en_corpus() {
+    check_corpus("schoolsis-en");
+}
+
+#[test]
+#[ignore = "known miss (blind corpus 4, first reading): a different project's note (parking-outsourcing, the same 직영/위탁 words) and a set-aside operator's proposal (whik-proposal) are cited under 비용 and 이용률; pooled precision 63-67%, coverage 82-94% (see docs/bench.md)"]
+fn honest_briefs_on_the_bikeshare_ko_corpus() {
+    check_corpus("bikeshare-ko");
 }
