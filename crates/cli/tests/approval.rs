@@ -3,19 +3,21 @@
 //! to the step's arguments, `stepwise resume` carries on.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
 use serde_json::json;
 
-struct Dir(PathBuf);
+mod common;
+
+use common::{Out, Scratch, Stepwise};
+
+/// A scratch folder: the run database, the plan and the workspace.
+struct Dir(Scratch);
 
 impl Dir {
     fn new(name: &str) -> Self {
-        let p =
-            std::env::temp_dir().join(format!("stepwise-approval-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
+        let scratch = Scratch::new("approval", name);
+        let p = scratch.path();
         let plan = json!({"steps": [
             {"id": "find", "description": "Find the latency budget", "tool": "search_notes",
              "args": {"query": "latency budget first token"}, "acceptance_criteria": ["a passage"]},
@@ -24,41 +26,27 @@ impl Dir {
              "acceptance_criteria": ["written"]}
         ]});
         std::fs::write(p.join("plan.json"), plan.to_string()).unwrap();
-        Self(p)
+        Self(scratch)
+    }
+
+    fn path(&self) -> &Path {
+        self.0.path()
     }
 }
 
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
+/// Runs the binary isolated (see [`common::Stepwise`]) on the folder's database.
 fn stepwise(dir: &Dir, args: &[&str]) -> Out {
-    let out = Command::new(env!("CARGO_BIN_EXE_stepwise"))
-        .arg("--db")
-        .arg(dir.0.join("runs.db"))
+    Stepwise::new()
+        .db(&dir.0.db())
         .args(args)
         .env("USER", "alice")
-        .output()
-        .unwrap();
-    Out {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8(out.stdout).unwrap(),
-        stderr: String::from_utf8(out.stderr).unwrap(),
-    }
+        .run()
 }
 
 fn start(dir: &Dir, run_id: &str, extra: &[&str]) -> Out {
     let notes = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/notes");
-    let plan = dir.0.join("plan.json");
-    let ws = dir.0.join("ws");
+    let plan = dir.path().join("plan.json");
+    let ws = dir.path().join("ws");
     let mut args = vec![
         "run",
         "Save the latency budget",
@@ -90,7 +78,7 @@ fn a_side_effect_step_waits_for_approve_then_resume() {
     );
     assert!(paused.stdout.contains("- step save (write_file)"));
     assert!(
-        !dir.0.join("ws/latency.md").exists(),
+        !dir.path().join("ws/latency.md").exists(),
         "nothing written before the approval"
     );
 
@@ -100,7 +88,7 @@ fn a_side_effect_step_waits_for_approve_then_resume() {
         "resuming without an approval pauses again: {}",
         early.stderr
     );
-    assert!(!dir.0.join("ws/latency.md").exists());
+    assert!(!dir.path().join("ws/latency.md").exists());
 
     let approved = stepwise(&dir, &["approve", "run_a"]);
     assert_eq!(approved.code, 0, "{}", approved.stderr);
@@ -118,7 +106,7 @@ fn a_side_effect_step_waits_for_approve_then_resume() {
         .collect();
     assert_eq!(granted.len(), 1);
     assert_eq!(granted[0]["by"], "alice");
-    let written = std::fs::read_to_string(dir.0.join("ws/latency.md")).unwrap();
+    let written = std::fs::read_to_string(dir.path().join("ws/latency.md")).unwrap();
     assert!(written.contains("1.5 seconds"), "{written}");
 }
 
@@ -146,7 +134,7 @@ fn with_review_the_plan_is_approved_first_then_the_step() {
     );
     let done = stepwise(&dir, &["resume", "run_r", "--quiet"]);
     assert_eq!(done.code, 0, "{}", done.stderr);
-    assert!(dir.0.join("ws/latency.md").exists());
+    assert!(dir.path().join("ws/latency.md").exists());
 }
 
 #[test]
@@ -157,7 +145,7 @@ fn reject_stops_the_run_for_review_and_nothing_is_written() {
     assert_eq!(rejected.code, 3, "{}", rejected.stderr);
     let resumed = stepwise(&dir, &["resume", "run_x", "--quiet"]);
     assert_ne!(resumed.code, 0);
-    assert!(!dir.0.join("ws/latency.md").exists());
+    assert!(!dir.path().join("ws/latency.md").exists());
 }
 
 #[test]
@@ -183,7 +171,7 @@ fn a_workspace_escape_in_the_plan_fails_the_step_not_the_process() {
         {"id": "save", "description": "Escape", "tool": "write_file",
          "args": {"path": "../../etc/evil", "content": "x"}, "acceptance_criteria": ["written"]}
     ]});
-    std::fs::write(dir.0.join("plan.json"), plan.to_string()).unwrap();
+    std::fs::write(dir.path().join("plan.json"), plan.to_string()).unwrap();
     let out = start(&dir, "run_e", &["--approve", "auto", "--json"]);
     let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
     assert_ne!(v["status"], "ok");
@@ -200,14 +188,14 @@ fn a_workspace_escape_in_the_plan_fails_the_step_not_the_process() {
             .contains("without `..`"),
         "{failed}"
     );
-    assert!(!dir.0.join("etc").exists());
+    assert!(!dir.path().join("etc").exists());
 }
 
 #[test]
 fn a_react_write_waits_for_approve_then_resume_writes_once() {
     let dir = Dir::new("react");
     let notes = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/notes");
-    let ws = dir.0.join("ws");
+    let ws = dir.path().join("ws");
     let script = json!([
         {"purpose": "actor", "json": {"action": "call", "thought": "save a note",
             "tool": "write_file", "args": {"path": "note.md", "content": "budget: 1.5 s"}}},
@@ -216,8 +204,8 @@ fn a_react_write_waits_for_approve_then_resume_writes_once() {
             "report": {"text": "Saved note.md. [call-1]", "evidence": [
                 {"source_id": "call-1", "step": "call-1", "quote": "note.md"}]}, "gaps": []}}
     ]);
-    std::fs::write(dir.0.join("script.json"), script.to_string()).unwrap();
-    let script_arg = format!("script:{}", dir.0.join("script.json").display());
+    std::fs::write(dir.path().join("script.json"), script.to_string()).unwrap();
+    let script_arg = format!("script:{}", dir.path().join("script.json").display());
     let paused = stepwise(
         &dir,
         &[
@@ -247,7 +235,7 @@ fn a_react_write_waits_for_approve_then_resume_writes_once() {
     assert_eq!(approved.code, 0, "{}", approved.stderr);
     // A script restarts in each process: from here on the model answers.
     std::fs::write(
-        dir.0.join("script.json"),
+        dir.path().join("script.json"),
         json!([script[1].clone()]).to_string(),
     )
     .unwrap();

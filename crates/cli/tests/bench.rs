@@ -3,46 +3,26 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde_json::Value;
+
+mod common;
+
+use common::{Out, Scratch, Stepwise};
 
 fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/bench/two-tasks.toml")
 }
 
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-/// Runs `stepwise` with a database path that must never be created.
+/// Runs `stepwise` isolated (see [`common::Stepwise`]) with a database path
+/// (`STEPWISE_DB`) that must never be created.
 fn stepwise(args: &[&str], db: &Path) -> Out {
-    let out = Command::new(env!("CARGO_BIN_EXE_stepwise"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .env("STEPWISE_DB", db)
-        .env_remove("STEPWISE_MODEL")
-        .output()
-        .unwrap();
-    Out {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8(out.stdout).unwrap(),
-        stderr: String::from_utf8(out.stderr).unwrap(),
-    }
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("stepwise-bench-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    Stepwise::new().env("STEPWISE_DB", db).args(args).run()
 }
 
 fn bench(extra: &[&str], name: &str) -> Out {
-    let dir = scratch(name);
-    let db = dir.join("runs.db");
+    let dir = Scratch::new("bench", name);
+    let db = dir.db();
     let suite = fixture();
     let mut args = vec![
         "bench",
@@ -53,7 +33,6 @@ fn bench(extra: &[&str], name: &str) -> Out {
     args.extend_from_slice(extra);
     let out = stepwise(&args, &db);
     assert!(!db.exists(), "the bench wrote to the run database");
-    let _ = std::fs::remove_dir_all(&dir);
     out
 }
 
@@ -255,8 +234,9 @@ fn csv_has_a_header_and_a_row_per_run() {
 
 #[test]
 fn a_malformed_suite_is_a_usage_error() {
-    let dir = scratch("malformed");
-    let db = dir.join("runs.db");
+    let scratch = Scratch::new("bench", "malformed");
+    let dir = scratch.path();
+    let db = scratch.db();
     let cases = [
         ("empty.toml", "", "no tasks"),
         ("syntax.toml", "[[task]\nid = 1", "not a valid suite"),
@@ -310,5 +290,4 @@ fn a_malformed_suite_is_a_usage_error() {
         bogus.stderr
     );
     assert!(!db.exists());
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -5,11 +5,15 @@
 //! applied exactly once and no succeeded step run twice.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::Duration;
+use std::process::{Output, Stdio};
 
 use serde_json::{Value, json};
+
+mod common;
+
+use common::{Scratch, Stepwise};
 
 const GOAL: &str = "Save the latency budget";
 
@@ -27,21 +31,20 @@ fn plan() -> Value {
     ]})
 }
 
-struct Dir(PathBuf);
+/// A scratch folder: the run database, the plan and the workspace.
+struct Dir(Scratch);
 
 impl Dir {
     fn new(name: &str) -> Self {
-        let p = std::env::temp_dir().join(format!("stepwise-crash-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        std::fs::write(p.join("plan.json"), plan().to_string()).unwrap();
-        Self(p)
+        let scratch = Scratch::new("crash", name);
+        std::fs::write(scratch.path().join("plan.json"), plan().to_string()).unwrap();
+        Self(scratch)
     }
     fn db(&self) -> PathBuf {
-        self.0.join("runs.db")
+        self.0.db()
     }
     fn ws(&self) -> PathBuf {
-        self.0.join("ws")
+        self.0.path().join("ws")
     }
     fn ledger_lines(&self) -> usize {
         std::fs::read_to_string(self.ws().join(".stepwise/writes.jsonl"))
@@ -49,27 +52,13 @@ impl Dir {
     }
 }
 
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 fn notes() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/notes")
 }
 
-fn command(dir: &Dir, args: &[&str], env: &[(&str, &str)]) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_stepwise"));
-    c.arg("--db")
-        .arg(dir.db())
-        .args(args)
-        .env_remove("STEPWISE_FAILPOINT")
-        .env_remove("STEPWISE_TOOL_DELAY_MS");
-    for (k, v) in env {
-        c.env(k, v);
-    }
-    c
+/// The binary isolated (see [`common::Stepwise`]) on the folder's database.
+fn command(dir: &Dir, args: &[&str], env: &[(&str, &str)]) -> Stepwise {
+    Stepwise::new().db(&dir.db()).args(args).envs(env)
 }
 
 fn start_args(dir: &Dir, run_id: &str) -> Vec<String> {
@@ -79,7 +68,7 @@ fn start_args(dir: &Dir, run_id: &str) -> Vec<String> {
         "--notes",
         notes().to_str().unwrap(),
         "--plan",
-        dir.0.join("plan.json").to_str().unwrap(),
+        dir.0.path().join("plan.json").to_str().unwrap(),
         "--workspace",
         dir.ws().to_str().unwrap(),
         "--approve",
@@ -97,7 +86,7 @@ fn start_args(dir: &Dir, run_id: &str) -> Vec<String> {
 fn run(dir: &Dir, run_id: &str, env: &[(&str, &str)]) -> Output {
     let args = start_args(dir, run_id);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    command(dir, &args, env).output().unwrap()
+    command(dir, &args, env).output()
 }
 
 fn resume(dir: &Dir, run_id: &str) -> Output {
@@ -107,7 +96,6 @@ fn resume(dir: &Dir, run_id: &str) -> Output {
         &[],
     )
     .output()
-    .unwrap()
 }
 
 /// The final output of a run, read from its database.
@@ -235,47 +223,115 @@ fn abort_after_every_durable_write_then_resume_ends_like_an_uninterrupted_run() 
     panic!("the run never completed without aborting");
 }
 
+/// How long each tool call of the killed runs takes (`STEPWISE_TOOL_DELAY_MS`):
+/// the window in which a kill sent on a progress line lands mid-run.
+const DELAY_MS: u64 = 300;
+
+/// Progress lines (stderr) on which the run is killed: with both searches in
+/// flight; after `find` succeeded, `cost` still in flight; with the
+/// side-effect step `save` in flight; with `save` done and `read` in flight.
+const KILL_ON: [&str; 4] = [
+    "[find] running",
+    "[find] succeeded",
+    "[save] running",
+    "[read] running",
+];
+
+#[cfg(unix)]
 #[test]
 fn kill_9_mid_run_then_resume_ends_like_an_uninterrupted_run() {
+    use std::os::unix::process::ExitStatusExt;
+
     let reference_dir = Dir::new("kill-reference");
     let expected = stable(&run(&reference_dir, "run_kill_ref", &[]));
-    for (i, after_ms) in [150u64, 450, 750, 1050].into_iter().enumerate() {
+    let mut resumed = 0;
+    let mut missed = Vec::new();
+    for (i, trigger) in KILL_ON.into_iter().enumerate() {
         let dir = Dir::new(&format!("kill{i}"));
         let id = format!("run_kill_{i}");
+        // Progress on (no --quiet): the kill is sent when `trigger` is printed.
         let args = start_args(&dir, &id);
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let mut child = command(&dir, &args, &[("STEPWISE_TOOL_DELAY_MS", "300")])
+        let args: Vec<&str> = args
+            .iter()
+            .map(String::as_str)
+            .filter(|a| *a != "--quiet")
+            .collect();
+        let delay = DELAY_MS.to_string();
+        let mut child = command(&dir, &args, &[("STEPWISE_TOOL_DELAY_MS", &delay)])
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(Duration::from_millis(after_ms));
-        let _ = Command::new("kill")
-            .args(["-9", &child.id().to_string()])
-            .status();
-        let status = child.wait().unwrap();
+            .stderr(Stdio::piped())
+            .spawn();
+        let mut seen = Vec::new();
+        let mut sent = false;
+        for line in BufReader::new(child.take_stderr().unwrap()).lines() {
+            let line = line.unwrap();
+            sent = line.starts_with(trigger);
+            seen.push(line);
+            if sent {
+                child.kill();
+                break;
+            }
+        }
+        let status = child.wait();
+        if status.signal() != Some(9) {
+            // The run ended before the kill: it must still have ended well.
+            assert!(
+                status.success(),
+                "on {trigger:?}: {status:?}\n{}",
+                seen.join("\n")
+            );
+            assert_eq!(stable_value(&stored(&dir, &id)), expected, "on {trigger:?}");
+            let why = if sent {
+                "the kill came too late"
+            } else {
+                "never printed"
+            };
+            let last = seen.last().cloned().unwrap_or_default();
+            missed.push(format!(
+                "{trigger:?}: {why}; exited {status} after {last:?}"
+            ));
+            continue;
+        }
         let second = resume(&dir, &id);
         let stderr = String::from_utf8_lossy(&second.stderr);
-        if status.success() || stderr.contains("already ended") {
-            continue; // finished before the kill landed
-        }
         if stderr.contains("no run with id") {
-            assert_eq!(dir.ledger_lines(), 0);
+            // Killed before the run was recorded: nothing was accepted, nothing ran.
+            assert_eq!(dir.ledger_lines(), 0, "kill on {trigger:?}");
+            missed.push(format!("{trigger:?}: killed before the run was recorded"));
+            continue;
+        }
+        if stderr.contains("already ended") {
+            // Killed after the run's last event (e.g. releasing its lease).
+            assert_eq!(stable_value(&stored(&dir, &id)), expected, "on {trigger:?}");
+            missed.push(format!("{trigger:?}: killed after the run ended"));
             continue;
         }
         assert_eq!(
             second.status.code(),
             Some(0),
-            "kill after {after_ms} ms: {stderr}"
+            "kill on {trigger:?}: {stderr}"
         );
-        assert_eq!(stable(&second), expected, "kill after {after_ms} ms");
+        let v: Value = serde_json::from_slice(&second.stdout).unwrap();
+        assert!(
+            v["execution_history"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|e| e["kind"] == "run_resumed"),
+            "kill on {trigger:?}: the resume continued the interrupted run"
+        );
+        assert_eq!(stable(&second), expected, "kill on {trigger:?}");
         assert_no_rerun(&second);
-        assert_eq!(
-            dir.ledger_lines(),
-            1,
-            "kill after {after_ms} ms: written once"
-        );
+        assert_eq!(dir.ledger_lines(), 1, "kill on {trigger:?}: written once");
+        resumed += 1;
     }
+    assert!(
+        resumed >= 1,
+        "no kill -9 landed mid-run, so nothing was resumed: {missed:#?}. A kill is sent as soon \
+         as its progress line (KILL_ON) appears on stderr, and each tool call then takes \
+         STEPWISE_TOOL_DELAY_MS = DELAY_MS ({DELAY_MS} ms): raise DELAY_MS if the runs finish \
+         first, or update KILL_ON if the progress lines no longer read like that."
+    );
 }
 
 #[test]
@@ -294,10 +350,9 @@ fn of_two_concurrent_resumers_exactly_one_proceeds() {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .unwrap()
     };
     let (a, b) = (spawn(), spawn());
-    let outs = [a.wait_with_output().unwrap(), b.wait_with_output().unwrap()];
+    let outs = [a.wait_with_output(), b.wait_with_output()];
     let winners = outs.iter().filter(|o| o.status.success()).count();
     assert_eq!(
         winners,

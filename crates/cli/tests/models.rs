@@ -10,12 +10,14 @@
     unreachable_pub
 )]
 
+mod common;
 #[path = "../../llm/tests/fake/mod.rs"]
 mod fake;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
+use common::Stepwise;
 use fake::{FakeServer, Reply};
 use serde_json::{Value, json};
 
@@ -75,7 +77,7 @@ impl Env {
     }
 
     fn stepwise(&self, base_url: &str, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_stepwise"))
+        Stepwise::new()
             .current_dir(&self.dir)
             .arg("--db")
             .arg(self.dir.join("runs.db"))
@@ -84,7 +86,6 @@ impl Env {
             .env("OPENAI_BASE_URL", base_url)
             .env_remove("STEPWISE_MODEL")
             .output()
-            .unwrap()
     }
 }
 
@@ -244,7 +245,7 @@ fn a_wrong_key_fails_at_once_with_the_fix_and_no_retry() {
 fn a_missing_key_is_a_usage_error_before_anything_runs() {
     let env = Env::new("nokey");
     let notes = notes();
-    let out = Command::new(env!("CARGO_BIN_EXE_stepwise"))
+    let out = Stepwise::new()
         .current_dir(&env.dir)
         .args([
             "--db",
@@ -258,8 +259,7 @@ fn a_missing_key_is_a_usage_error_before_anything_runs() {
         ])
         .env_remove("OPENAI_API_KEY")
         .env_remove("OPENAI_BASE_URL")
-        .output()
-        .unwrap();
+        .output();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("OPENAI_API_KEY"));
 }
@@ -316,7 +316,7 @@ fn stepwise_toml_sets_the_base_url_and_prices_the_run() {
     )
     .unwrap();
     let notes = notes();
-    let out = Command::new(env!("CARGO_BIN_EXE_stepwise"))
+    let out = Stepwise::new()
         .current_dir(&env.dir)
         .args([
             "--db",
@@ -331,8 +331,7 @@ fn stepwise_toml_sets_the_base_url_and_prices_the_run() {
         .env("OPENAI_API_KEY", KEY)
         .env_remove("OPENAI_BASE_URL")
         .env_remove("STEPWISE_MODEL")
-        .output()
-        .unwrap();
+        .output();
     assert_eq!(
         out.status.code(),
         Some(0),

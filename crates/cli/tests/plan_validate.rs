@@ -3,9 +3,13 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
 use serde_json::{Value, json};
+
+mod common;
+
+use common::Stepwise;
 
 /// A fresh directory under the system temp dir, removed on drop.
 struct TempDir(PathBuf);
@@ -83,14 +87,9 @@ fn from_output(out: Output) -> Run {
     }
 }
 
+/// Runs the binary isolated (see [`common::Stepwise`]) in `dir`.
 fn stepwise(dir: &TempDir, args: &[&str]) -> Run {
-    from_output(
-        Command::new(env!("CARGO_BIN_EXE_stepwise"))
-            .current_dir(dir.path())
-            .args(args)
-            .output()
-            .unwrap(),
-    )
+    from_output(Stepwise::new().current_dir(dir.path()).args(args).output())
 }
 
 fn tools() -> Value {
@@ -510,21 +509,19 @@ fn constraints_come_inline_or_from_a_file() {
 fn a_plan_can_come_from_standard_input() {
     let dir = TempDir::new("stdin");
     dir.json("tools.json", &tools());
-    let mut child = Command::new(env!("CARGO_BIN_EXE_stepwise"))
+    let mut child = Stepwise::new()
         .current_dir(dir.path())
         .args(["plan", "validate", "-", "--tools", "tools.json"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn();
     child
-        .stdin
-        .take()
+        .take_stdin()
         .unwrap()
         .write_all(valid_plan().to_string().as_bytes())
         .unwrap();
-    let run = from_output(child.wait_with_output().unwrap());
+    let run = from_output(child.wait_with_output());
     assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
     assert_eq!(run.stdout, "<stdin>: valid plan, 2 steps\n");
 }
@@ -567,11 +564,10 @@ fn an_oversize_plan_is_too_many_steps_by_default() {
         .map(|i| json!({"id": format!("s{i}"), "description": "d", "tool": "read_note", "args": {"id": "x"}, "acceptance_criteria": ["ok"]}))
         .collect();
     dir.json("plan.json", &json!({ "steps": steps }));
-    let out = Command::new(env!("CARGO_BIN_EXE_stepwise"))
+    let out = Stepwise::new()
         .args(["plan", "validate", "--json"])
         .arg(dir.path().join("plan.json"))
-        .output()
-        .unwrap();
+        .output();
     assert_eq!(out.status.code(), Some(1));
     let diags: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(diags[0]["code"], "too_many_steps");

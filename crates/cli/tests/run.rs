@@ -2,13 +2,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde_json::Value;
 
 mod common;
 
-use common::retrieved;
+use common::{Out, Scratch, Stepwise, retrieved};
 
 const GOAL: &str = "Should our support team adopt retrieval-augmented generation or fine-tuning?";
 
@@ -62,23 +61,10 @@ fn citations(markdown: &str) -> Vec<String> {
     out
 }
 
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
+/// Runs the binary isolated (see [`common::Stepwise`]): every call has a
+/// run database and a home of its own.
 fn stepwise(args: &[&str]) -> Out {
-    let out = Command::new(env!("CARGO_BIN_EXE_stepwise"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap();
-    Out {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8(out.stdout).unwrap(),
-        stderr: String::from_utf8(out.stderr).unwrap(),
-    }
+    Stepwise::new().args(args).run()
 }
 
 fn run(goal: &str, extra: &[&str]) -> Out {
@@ -191,12 +177,12 @@ fn the_same_inputs_give_byte_identical_markdown_and_stable_json() {
 
 #[test]
 fn out_writes_the_brief_to_a_file() {
-    let path = std::env::temp_dir().join(format!("stepwise-run-out-{}.md", std::process::id()));
+    let scratch = Scratch::new("run", "out");
+    let path = scratch.path().join("brief.md");
     let out = run(GOAL, &["--out", path.to_str().unwrap()]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(out.stdout.is_empty());
     let written = std::fs::read_to_string(&path).unwrap();
-    let _ = std::fs::remove_file(&path);
     assert!(written.starts_with(&format!("# {GOAL}")));
     assert!(out.stderr.contains("wrote"), "{}", out.stderr);
 }
@@ -416,13 +402,11 @@ fn a_korean_goal_over_the_korean_notes_is_cited() {
 
 #[test]
 fn skipped_files_are_reported_not_silently_ignored() {
-    let dir = std::env::temp_dir().join(format!("stepwise-run-skip-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let scratch = Scratch::new("run", "skip");
+    let dir = scratch.path();
     std::fs::write(dir.join("a.md"), "# Cost\n\nRAG costs $450 per month.\n").unwrap();
     std::fs::write(dir.join("slides.pdf"), "%PDF").unwrap();
     let out = stepwise(&["run", "RAG cost", "--notes", dir.to_str().unwrap()]);
-    let _ = std::fs::remove_dir_all(&dir);
     assert!(
         out.stderr.contains("note: skipped") && out.stderr.contains("slides.pdf"),
         "{}",
@@ -432,16 +416,14 @@ fn skipped_files_are_reported_not_silently_ignored() {
 
 #[test]
 fn a_bad_jsonl_line_is_named() {
-    let dir = std::env::temp_dir().join(format!("stepwise-run-jsonl-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let scratch = Scratch::new("run", "jsonl");
+    let dir = scratch.path();
     std::fs::write(
         dir.join("n.jsonl"),
         "{\"id\": \"a\", \"text\": \"ok\"}\n{broken\n",
     )
     .unwrap();
     let out = stepwise(&["run", "RAG cost", "--notes", dir.to_str().unwrap()]);
-    let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(out.code, 2);
     assert!(out.stderr.contains("n.jsonl line 2"), "{}", out.stderr);
 }

@@ -3,7 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use chrono::{TimeZone, Utc};
 use serde_json::{Value, json};
@@ -12,6 +12,10 @@ use stepwise_core::{
     StepResult, Store, Usage, Verdict,
 };
 use stepwise_store::SqliteStore;
+
+mod common;
+
+use common::Stepwise;
 
 const GOAL: &str = "Should our support team adopt retrieval-augmented generation or fine-tuning?";
 const HASH: &str = "3fa2c1d9e0ab44b5c6d7e8f90112233445566778899aabbccddeeff001122334";
@@ -47,16 +51,13 @@ fn block_on<F: std::future::Future>(f: F) -> F::Output {
         .block_on(f)
 }
 
+/// Runs the binary isolated (see [`common::Stepwise`]) on the database `db`.
 fn stepwise(db: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_stepwise"))
-        .arg("--db")
-        .arg(db)
+    Stepwise::new()
+        .db(db)
         .args(args)
         .env("USER", "alice")
-        .env_remove("STEPWISE_DB")
-        .env_remove("STEPWISE_FAILPOINT")
         .output()
-        .unwrap()
 }
 
 fn text(bytes: &[u8]) -> String {

@@ -1,39 +1,353 @@
 //! What the CLI tests share: a scratch folder that removes itself, and the
 //! `stepwise` binary run in isolation from the user's settings and data.
-#![allow(dead_code, clippy::unwrap_used)]
+//!
+//! Every test that runs the binary builds the command with [`Stepwise`]
+//! (`tests/isolation.rs` fails the suite if a test spawns it any other way).
+//! Each command gets a fresh, empty HOME and XDG data, config, cache and
+//! state folders, a run database of its own (`STEPWISE_DB`, unless the test
+//! passes [`Stepwise::db`]), an empty working directory (unless
+//! [`Stepwise::current_dir`]), no colour, and none of the environment
+//! variables that would pick a model, a provider, a database or a failpoint.
+//! When the process has ended, the HOME and XDG folders must still be empty:
+//! anything in them — above all `stepwise/stepwise.db`, the default run
+//! database — is something the command would have written into the real home
+//! of whoever runs `cargo test`, and the test panics, unless it asked for the
+//! default database with [`Stepwise::default_db`].
+#![allow(dead_code, clippy::unwrap_used, clippy::panic)]
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, ChildStderr, ChildStdin, Command, ExitStatus, Output, Stdio};
+use std::sync::Arc;
 
 use serde_json::Value;
 
 /// A fresh folder under the system temp dir, removed when dropped.
-pub(crate) struct Scratch(PathBuf);
+pub(crate) struct Scratch(tempfile::TempDir);
 
 impl Scratch {
-    /// `<temp>/stepwise-<suite>-<pid>-<name>`, emptied first.
+    /// `<temp>/stepwise-<suite>-<name>-<random>`.
     pub(crate) fn new(suite: &str, name: &str) -> Self {
-        let p =
-            std::env::temp_dir().join(format!("stepwise-{suite}-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        Self(p)
+        Self(
+            tempfile::Builder::new()
+                .prefix(&format!("stepwise-{suite}-{name}-"))
+                .tempdir()
+                .unwrap(),
+        )
     }
 
     /// The folder.
     pub(crate) fn path(&self) -> &Path {
-        &self.0
+        self.0.path()
     }
 
     /// The run database the tests of this folder share.
     pub(crate) fn db(&self) -> PathBuf {
-        self.0.join("runs.db")
+        self.path().join("runs.db")
     }
 }
 
-impl Drop for Scratch {
+/// The environment variables a command starts without: they would pick a
+/// model, a provider or its key, a database, a failpoint, a delay or a width.
+const REMOVED: [&str; 12] = [
+    "STEPWISE_MODEL",
+    "STEPWISE_FAILPOINT",
+    "STEPWISE_TOOL_DELAY_MS",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_BASE_URL",
+    "OLLAMA_BASE_URL",
+    "APPDATA",
+    "COLUMNS",
+    "TERM",
+    "XDG_RUNTIME_DIR",
+];
+
+/// A stand-in for the user's home: a temporary folder holding an empty
+/// HOME, empty XDG folders, an empty working directory and the path of a run
+/// database; removed when the last command using it is dropped.
+pub(crate) struct Home(tempfile::TempDir);
+
+impl Home {
+    pub(crate) fn new() -> Self {
+        let dir = tempfile::Builder::new()
+            .prefix("stepwise-home-")
+            .tempdir()
+            .unwrap();
+        let home = Self(dir);
+        for (_, path) in home.watched() {
+            std::fs::create_dir_all(path).unwrap();
+        }
+        std::fs::create_dir_all(home.work()).unwrap();
+        home
+    }
+
+    /// `$HOME`.
+    pub(crate) fn home(&self) -> PathBuf {
+        self.0.path().join("home")
+    }
+
+    /// `$XDG_DATA_HOME`.
+    pub(crate) fn data(&self) -> PathBuf {
+        self.0.path().join("xdg-data")
+    }
+
+    /// The working directory unless the test chooses one.
+    pub(crate) fn work(&self) -> PathBuf {
+        self.0.path().join("work")
+    }
+
+    /// `$STEPWISE_DB` unless the test chooses a database.
+    pub(crate) fn db(&self) -> PathBuf {
+        self.0.path().join("runs.db")
+    }
+
+    /// The folders that stand for the user's and must stay empty, with the
+    /// variable that points at each.
+    fn watched(&self) -> [(&'static str, PathBuf); 5] {
+        let root = self.0.path();
+        [
+            ("HOME", self.home()),
+            ("XDG_DATA_HOME", self.data()),
+            ("XDG_CONFIG_HOME", root.join("xdg-config")),
+            ("XDG_CACHE_HOME", root.join("xdg-cache")),
+            ("XDG_STATE_HOME", root.join("xdg-state")),
+        ]
+    }
+
+    /// Panics if anything appeared in HOME or an XDG folder; with
+    /// `default_db`, the default run database (and its SQLite side files,
+    /// under either `$XDG_DATA_HOME` or `$HOME/.local/share`) may.
+    fn check(&self, default_db: bool, what: &str) {
+        let allowed = |path: &Path| {
+            default_db
+                && [self.data(), self.home().join(".local/share")]
+                    .iter()
+                    .any(|base| is_default_db(base, path))
+        };
+        let mut found = Vec::new();
+        for (_, dir) in self.watched() {
+            walk(&dir, &mut found);
+        }
+        found.retain(|p| !allowed(p));
+        assert!(
+            found.is_empty(),
+            "`stepwise {what}` wrote into its stand-in HOME/XDG folders, where it would have \
+             written into the real home of whoever runs the tests (the default run database is \
+             ~/.local/share/stepwise/stepwise.db): {found:?}. Give it a database (the stand-in's \
+             STEPWISE_DB, or Stepwise::db), or call Stepwise::default_db() if the test is about \
+             the default path."
+        );
+    }
+}
+
+/// Whether `path` is the default run database under the data folder `base`,
+/// one of its SQLite side files (`-wal`, `-shm`, `-journal`), or a folder
+/// on the way to it.
+fn is_default_db(base: &Path, path: &Path) -> bool {
+    let folder = base.join("stepwise");
+    let is_db = |name: &str| {
+        name.strip_prefix("stepwise.db")
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('-'))
+    };
+    base.starts_with(path)
+        || path == folder
+        || (path.parent() == Some(folder.as_path())
+            && path.file_name().and_then(OsStr::to_str).is_some_and(is_db))
+}
+
+/// Every file and folder under `dir`.
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            walk(&path, out);
+        }
+        out.push(path);
+    }
+}
+
+/// The `stepwise` binary, built like a [`Command`] but isolated (see the
+/// module's documentation); `output`, `run` and `spawn` then `wait` check
+/// that nothing landed in the stand-in home.
+pub(crate) struct Stepwise {
+    command: Command,
+    home: Arc<Home>,
+    default_db: bool,
+    what: Vec<String>,
+}
+
+impl Stepwise {
+    /// In a stand-in home of its own.
+    pub(crate) fn new() -> Self {
+        Self::in_home(&Arc::new(Home::new()))
+    }
+
+    /// In `home`, which other commands may share (to read what this one
+    /// left, e.g. with [`Stepwise::default_db`]).
+    pub(crate) fn in_home(home: &Arc<Home>) -> Self {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_stepwise"));
+        command.current_dir(home.work());
+        for (var, path) in home.watched() {
+            command.env(var, path);
+        }
+        command.env("STEPWISE_DB", home.db()).env("NO_COLOR", "1");
+        for var in REMOVED {
+            command.env_remove(var);
+        }
+        Self {
+            command,
+            home: Arc::clone(home),
+            default_db: false,
+            what: Vec::new(),
+        }
+    }
+
+    /// `--db <db>`.
+    pub(crate) fn db(self, db: &Path) -> Self {
+        self.arg("--db").arg(db)
+    }
+
+    /// No `--db` and no `STEPWISE_DB`: the run database is the default one,
+    /// `$XDG_DATA_HOME/stepwise/stepwise.db` of the stand-in home, and the
+    /// check lets it appear there.
+    pub(crate) fn default_db(mut self) -> Self {
+        self.command.env_remove("STEPWISE_DB");
+        self.default_db = true;
+        self
+    }
+
+    pub(crate) fn arg(mut self, arg: impl AsRef<OsStr>) -> Self {
+        self.what.push(arg.as_ref().to_string_lossy().into_owned());
+        self.command.arg(arg);
+        self
+    }
+
+    pub(crate) fn args<S: AsRef<OsStr>>(self, args: impl IntoIterator<Item = S>) -> Self {
+        args.into_iter().fold(self, Self::arg)
+    }
+
+    pub(crate) fn current_dir(mut self, dir: impl AsRef<Path>) -> Self {
+        self.command.current_dir(dir);
+        self
+    }
+
+    pub(crate) fn env(mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> Self {
+        self.command.env(key, value);
+        self
+    }
+
+    pub(crate) fn envs(self, vars: &[(&str, &str)]) -> Self {
+        vars.iter().fold(self, |c, (k, v)| c.env(k, v))
+    }
+
+    pub(crate) fn env_remove(mut self, key: impl AsRef<OsStr>) -> Self {
+        self.command.env_remove(key);
+        self
+    }
+
+    pub(crate) fn stdin(mut self, cfg: Stdio) -> Self {
+        self.command.stdin(cfg);
+        self
+    }
+
+    pub(crate) fn stdout(mut self, cfg: Stdio) -> Self {
+        self.command.stdout(cfg);
+        self
+    }
+
+    pub(crate) fn stderr(mut self, cfg: Stdio) -> Self {
+        self.command.stderr(cfg);
+        self
+    }
+
+    /// Runs it to the end, capturing both streams.
+    pub(crate) fn output(mut self) -> Output {
+        let out = self.command.output().unwrap();
+        self.home.check(self.default_db, &self.what.join(" "));
+        out
+    }
+
+    /// Runs it to the end; what it printed, as text.
+    pub(crate) fn run(self) -> Out {
+        let out = self.output();
+        Out {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    /// Starts it; [`Running::wait`] or [`Running::wait_with_output`] check
+    /// the stand-in home once it has ended.
+    pub(crate) fn spawn(mut self) -> Running {
+        let child = self.command.spawn().unwrap();
+        Running {
+            child: Some(child),
+            home: self.home,
+            default_db: self.default_db,
+            what: self.what.join(" "),
+        }
+    }
+}
+
+/// A started [`Stepwise`]; killed if dropped before it was waited for.
+pub(crate) struct Running {
+    child: Option<Child>,
+    home: Arc<Home>,
+    default_db: bool,
+    what: String,
+}
+
+impl Running {
+    fn child(&mut self) -> &mut Child {
+        self.child.as_mut().unwrap()
+    }
+
+    pub(crate) fn id(&self) -> u32 {
+        self.child.as_ref().unwrap().id()
+    }
+
+    /// Its standard input, if piped (taken: dropping it closes the pipe).
+    pub(crate) fn take_stdin(&mut self) -> Option<ChildStdin> {
+        self.child().stdin.take()
+    }
+
+    /// Its standard error, if piped.
+    pub(crate) fn take_stderr(&mut self) -> Option<ChildStderr> {
+        self.child().stderr.take()
+    }
+
+    /// SIGKILL.
+    pub(crate) fn kill(&mut self) {
+        let _ = self.child().kill();
+    }
+
+    pub(crate) fn wait(mut self) -> ExitStatus {
+        let status = self.child().wait().unwrap();
+        self.home.check(self.default_db, &self.what);
+        status
+    }
+
+    pub(crate) fn wait_with_output(mut self) -> Output {
+        let out = self.child.take().unwrap().wait_with_output().unwrap();
+        self.home.check(self.default_db, &self.what);
+        out
+    }
+}
+
+impl Drop for Running {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        if let Some(child) = &mut self.child {
+            if child.try_wait().ok().flatten().is_none() {
+                let _ = child.kill();
+            }
+            let _ = child.wait();
+        }
     }
 }
 
@@ -52,31 +366,14 @@ impl Out {
     }
 }
 
-/// Runs `stepwise` with its own database `db`, `cwd` as working directory
-/// and HOME (no `stepwise.toml`, `.env` or home-directory writes of the
-/// user's), no colour, and none of the environment variables that would
-/// pick a model, a database or a failpoint; then `env` on top.
+/// Runs `stepwise --db <db>` in `cwd` (see [`Stepwise`]), then `env` on top.
 pub(crate) fn stepwise(cwd: &Path, db: &Path, args: &[&str], env: &[(&str, &str)]) -> Out {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_stepwise"));
-    c.arg("--db")
-        .arg(db)
-        .args(args)
+    Stepwise::new()
         .current_dir(cwd)
-        .env("HOME", cwd)
-        .env("NO_COLOR", "1")
-        .env_remove("STEPWISE_DB")
-        .env_remove("STEPWISE_MODEL")
-        .env_remove("STEPWISE_FAILPOINT")
-        .env_remove("STEPWISE_TOOL_DELAY_MS");
-    for (k, v) in env {
-        c.env(k, v);
-    }
-    let out = c.output().unwrap();
-    Out {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+        .db(db)
+        .args(args)
+        .envs(env)
+        .run()
 }
 
 /// Every built-in strategy, as `stepwise strategies` lists them.
