@@ -24,13 +24,13 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use stepwise_core::{
-    ChatModel, Constraints, Driver, Engine, EventKind, RunConfig, RunState, RunStatus,
-    StopCondition, Strategy, ToolRegistry,
+    Constraints, Driver, Engine, EventKind, RunConfig, RunState, RunStatus, StopCondition,
+    Strategy, ToolRegistry,
 };
 use stepwise_tools::notes::Corpus;
 
 use crate::cli::BenchArgs;
-use crate::config::Config;
+use crate::config::{Config, ModelChoice};
 use crate::input::read_constraints;
 use crate::output::{self, plural};
 use crate::run_cmd::UsageError;
@@ -506,7 +506,7 @@ async fn run_one(
     strategy: &Arc<dyn Strategy>,
     task: &Task,
     corpus: &Arc<Corpus>,
-    model: Option<&Arc<dyn ChatModel>>,
+    model: Option<&ModelChoice>,
 ) -> anyhow::Result<(RunState, u64)> {
     let mut tools = ToolRegistry::new();
     stepwise_tools::register_notes_tools(&mut tools, Arc::clone(corpus));

@@ -1,16 +1,20 @@
 //! Choosing a model: `--model` (default `offline`), provider settings from
-//! the environment, a `.env` file and `stepwise.toml`, and an optional price
-//! table that turns tokens into cost. Keys are read from the environment (or
-//! `.env`) only — never from `stepwise.toml`, and never printed or stored.
+//! the environment, a `.env` file and `stepwise.toml`, how model calls are
+//! retried and timed out (`[retry]`, overridden per provider by
+//! `[openai.retry]` and the like), and an optional price table that turns
+//! tokens into cost. Keys are read from the environment (or `.env`) only —
+//! never from `stepwise.toml`, and never printed or stored.
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, anyhow};
 use serde::Deserialize;
 use stepwise_core::{ChatModel, Usage};
-use stepwise_llm::providers::{ProviderEnv, from_spec};
+use stepwise_llm::call::CallPolicy;
+use stepwise_llm::providers::{ModelSpec, Provider, ProviderEnv, Timeouts, from_spec_with};
 use stepwise_llm::script::ScriptModel;
 
 use crate::run_cmd::UsageError;
@@ -37,6 +41,79 @@ impl Price {
 #[serde(deny_unknown_fields)]
 struct Endpoint {
     base_url: Option<String>,
+    /// This provider's `[retry]` keys, over the shared table.
+    retry: Option<RetryTable>,
+}
+
+/// `[retry]`: how model calls are retried and how long each attempt may
+/// wait (milliseconds; a timeout of 0 means no limit). Unset keys keep the
+/// defaults of [`CallPolicy`] and [`Timeouts::for_provider`].
+#[derive(Debug, Default, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RetryTable {
+    max_attempts: Option<u32>,
+    initial_delay_ms: Option<u64>,
+    /// Caps every wait between attempts, Retry-After included.
+    max_delay_ms: Option<u64>,
+    multiplier: Option<f64>,
+    jitter: Option<f64>,
+    connect_timeout_ms: Option<u64>,
+    first_byte_timeout_ms: Option<u64>,
+    idle_timeout_ms: Option<u64>,
+    /// One whole attempt, from the request to the end of the answer.
+    call_timeout_ms: Option<u64>,
+}
+
+impl RetryTable {
+    /// `self`'s keys where set, else `base`'s.
+    fn over(self, base: RetryTable) -> RetryTable {
+        RetryTable {
+            max_attempts: self.max_attempts.or(base.max_attempts),
+            initial_delay_ms: self.initial_delay_ms.or(base.initial_delay_ms),
+            max_delay_ms: self.max_delay_ms.or(base.max_delay_ms),
+            multiplier: self.multiplier.or(base.multiplier),
+            jitter: self.jitter.or(base.jitter),
+            connect_timeout_ms: self.connect_timeout_ms.or(base.connect_timeout_ms),
+            first_byte_timeout_ms: self.first_byte_timeout_ms.or(base.first_byte_timeout_ms),
+            idle_timeout_ms: self.idle_timeout_ms.or(base.idle_timeout_ms),
+            call_timeout_ms: self.call_timeout_ms.or(base.call_timeout_ms),
+        }
+    }
+
+    /// What serde cannot check: values that would make no sense.
+    fn problem(&self) -> Option<&'static str> {
+        if self.max_attempts == Some(0) {
+            return Some("max_attempts must be at least 1 (1 means no retry)");
+        }
+        if self.multiplier.is_some_and(|m| !m.is_finite() || m < 1.0) {
+            return Some("multiplier must be a number of at least 1.0");
+        }
+        if self.jitter.is_some_and(|j| !(0.0..=1.0).contains(&j)) {
+            return Some("jitter must be between 0.0 and 1.0");
+        }
+        None
+    }
+
+    fn policy(&self) -> CallPolicy {
+        let mut policy = CallPolicy::default();
+        let retry = &mut policy.retry;
+        retry.max_attempts = self.max_attempts.unwrap_or(retry.max_attempts);
+        retry.initial_delay_ms = self.initial_delay_ms.unwrap_or(retry.initial_delay_ms);
+        retry.max_delay_ms = self.max_delay_ms.unwrap_or(retry.max_delay_ms);
+        retry.multiplier = self.multiplier.unwrap_or(retry.multiplier);
+        retry.jitter = self.jitter.unwrap_or(retry.jitter);
+        policy.timeout_ms = self.call_timeout_ms.unwrap_or(policy.timeout_ms);
+        policy
+    }
+
+    fn timeouts(&self, provider: Provider) -> Timeouts {
+        let defaults = Timeouts::for_provider(provider);
+        Timeouts {
+            connect_ms: self.connect_timeout_ms.unwrap_or(defaults.connect_ms),
+            first_byte_ms: self.first_byte_timeout_ms.unwrap_or(defaults.first_byte_ms),
+            idle_ms: self.idle_timeout_ms.unwrap_or(defaults.idle_ms),
+        }
+    }
 }
 
 /// `stepwise.toml` in the current directory (all keys optional).
@@ -48,9 +125,53 @@ struct FileConfig {
     openai: Option<Endpoint>,
     anthropic: Option<Endpoint>,
     ollama: Option<Endpoint>,
+    /// Retries and timeouts of every model call.
+    retry: Option<RetryTable>,
     /// Model spec (e.g. `openai:gpt-4o-mini`) -> price.
     #[serde(default)]
     prices: BTreeMap<String, Price>,
+}
+
+impl FileConfig {
+    fn endpoint(&self, provider: Provider) -> Option<&Endpoint> {
+        match provider {
+            Provider::OpenAi => self.openai.as_ref(),
+            Provider::Anthropic => self.anthropic.as_ref(),
+            Provider::Ollama => self.ollama.as_ref(),
+        }
+    }
+
+    /// The first table whose values make no sense, and why.
+    fn retry_problem(&self) -> Option<String> {
+        let shared = self.retry.iter().map(|t| ("[retry]".to_owned(), t));
+        let per_provider = Provider::PREFIXES
+            .iter()
+            .zip([&self.openai, &self.anthropic, &self.ollama])
+            .filter_map(|(name, e)| {
+                let table = e.as_ref()?.retry.as_ref()?;
+                Some((format!("[{name}.retry]"), table))
+            });
+        shared
+            .chain(per_provider)
+            .find_map(|(name, t)| t.problem().map(|p| format!("{name}: {p}")))
+    }
+}
+
+/// A model and how to call it.
+#[derive(Clone)]
+pub(crate) struct ModelChoice {
+    pub(crate) model: Arc<dyn ChatModel>,
+    /// Attempts, backoff and the whole-attempt timeout, from `[retry]`.
+    pub(crate) policy: CallPolicy,
+}
+
+impl fmt::Debug for ModelChoice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ModelChoice")
+            .field("model", &self.model.name())
+            .field("policy", &self.policy)
+            .finish()
+    }
 }
 
 /// Model settings for this invocation.
@@ -75,13 +196,37 @@ impl Config {
         let file = if path.is_file() {
             let text = std::fs::read_to_string(&path)
                 .with_context(|| format!("cannot read {}", path.display()))?;
-            toml::from_str(&text).map_err(|e| {
+            Self::parse(&text).map_err(|e| {
                 anyhow::Error::new(UsageError(anyhow!("{} is not valid: {e}", path.display())))
             })?
         } else {
             FileConfig::default()
         };
         Ok(Config { file })
+    }
+
+    /// `stepwise.toml`'s text, checked.
+    fn parse(text: &str) -> Result<FileConfig, String> {
+        let file: FileConfig = toml::from_str(text).map_err(|e| e.to_string())?;
+        match file.retry_problem() {
+            Some(problem) => Err(problem),
+            None => Ok(file),
+        }
+    }
+
+    /// `[provider.retry]` over `[retry]`, for a spec's provider (script
+    /// models have none: `[retry]` alone).
+    fn retry_table(&self, provider: Option<Provider>) -> RetryTable {
+        let shared = self.file.retry.unwrap_or_default();
+        provider
+            .and_then(|p| self.file.endpoint(p)?.retry)
+            .map_or(shared, |own| own.over(shared))
+    }
+
+    /// How calls to the model a spec names are retried.
+    pub(crate) fn call_policy(&self, spec: &str) -> CallPolicy {
+        let provider = spec.parse::<ModelSpec>().ok().map(|s| s.provider);
+        self.retry_table(provider).policy()
     }
 
     /// The model to use: the flag, else `STEPWISE_MODEL`, else `stepwise.toml`, else offline.
@@ -113,24 +258,27 @@ impl Config {
         self.file.prices.get(spec).copied()
     }
 
-    /// Builds the chat model for a spec (`offline` has none).
-    pub(crate) fn model(
-        &self,
-        spec: &str,
-        base: &Path,
-    ) -> anyhow::Result<Option<Arc<dyn ChatModel>>> {
+    /// Builds the chat model for a spec (`offline` has none), with its
+    /// provider's timeouts and retry policy.
+    pub(crate) fn model(&self, spec: &str, base: &Path) -> anyhow::Result<Option<ModelChoice>> {
         if spec == "offline" {
             return Ok(None);
         }
+        let policy = self.call_policy(spec);
+        let usage =
+            |e: &dyn fmt::Display| anyhow::Error::new(UsageError(anyhow!("--model {spec}: {e}")));
         if let Some(file) = spec.strip_prefix("script:") {
             let path = resolve(base, file);
-            let model = ScriptModel::from_file(&path)
-                .map_err(|e| anyhow::Error::new(UsageError(anyhow!("--model {spec}: {e}"))))?;
-            return Ok(Some(Arc::new(model)));
+            let model = ScriptModel::from_file(&path).map_err(|e| usage(&e))?;
+            return Ok(Some(ModelChoice {
+                model: Arc::new(model),
+                policy,
+            }));
         }
-        from_spec(spec, &self.provider_env())
-            .map(Some)
-            .map_err(|e| anyhow::Error::new(UsageError(anyhow!("--model {spec}: {e}"))))
+        let provider = spec.parse::<ModelSpec>().map_err(|e| usage(&e))?.provider;
+        let timeouts = self.retry_table(Some(provider)).timeouts(provider);
+        let model = from_spec_with(spec, &self.provider_env(), timeouts).map_err(|e| usage(&e))?;
+        Ok(Some(ModelChoice { model, policy }))
     }
 }
 
@@ -141,5 +289,72 @@ fn resolve(base: &Path, file: &str) -> PathBuf {
         p.to_path_buf()
     } else {
         base.join(p)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_tables_are_read_and_a_provider_table_overrides_the_shared_one() {
+        let file = Config::parse(
+            "[retry]\nmax_attempts = 5\nmax_delay_ms = 2000\nidle_timeout_ms = 700\n\
+             call_timeout_ms = 0\n[anthropic]\nbase_url = \"http://x\"\n\
+             [anthropic.retry]\nmax_attempts = 2\nfirst_byte_timeout_ms = 1500\n",
+        )
+        .unwrap();
+        let config = Config { file };
+        let openai = config.call_policy("openai:gpt-4o-mini");
+        assert_eq!(
+            (openai.retry.max_attempts, openai.retry.max_delay_ms),
+            (5, 2_000)
+        );
+        assert_eq!(openai.timeout_ms, 0, "0: no limit");
+        let defaults = CallPolicy::default();
+        assert_eq!(
+            openai.retry.initial_delay_ms,
+            defaults.retry.initial_delay_ms
+        );
+        let claude = config.call_policy("anthropic:claude-sonnet-4-5");
+        assert_eq!(
+            (claude.retry.max_attempts, claude.retry.max_delay_ms),
+            (2, 2_000)
+        );
+        let t = config
+            .retry_table(Some(Provider::Anthropic))
+            .timeouts(Provider::Anthropic);
+        assert_eq!(
+            (t.connect_ms, t.first_byte_ms, t.idle_ms),
+            (Timeouts::default().connect_ms, 1_500, 700)
+        );
+        // Script models follow [retry] alone; unset keys keep each provider's defaults.
+        assert_eq!(config.call_policy("script:a.json").retry.max_attempts, 5);
+        let ollama = config
+            .retry_table(Some(Provider::Ollama))
+            .timeouts(Provider::Ollama);
+        assert_eq!(
+            ollama.first_byte_ms,
+            Timeouts::for_provider(Provider::Ollama).first_byte_ms
+        );
+        assert_eq!(Config::default().call_policy("openai:m"), defaults);
+    }
+
+    #[test]
+    fn unknown_or_senseless_retry_keys_are_refused() {
+        let err = Config::parse("[retry]\nmax_retries = 3\n").unwrap_err();
+        assert!(err.contains("unknown field `max_retries`"), "{err}");
+        assert!(
+            err.contains("max_attempts"),
+            "the valid keys are listed: {err}"
+        );
+        let err = Config::parse("[openai.retry]\ntimeout = 3\n").unwrap_err();
+        assert!(err.contains("unknown field `timeout`"), "{err}");
+        let err = Config::parse("[retry]\nmax_attempts = 0\n").unwrap_err();
+        assert!(err.contains("[retry]: max_attempts"), "{err}");
+        let err = Config::parse("[ollama.retry]\njitter = 2.0\n").unwrap_err();
+        assert!(err.contains("[ollama.retry]: jitter"), "{err}");
+        let err = Config::parse("[retry]\nidle_timeout_ms = -1\n").unwrap_err();
+        assert!(err.contains("idle_timeout_ms"), "{err}");
     }
 }

@@ -22,13 +22,12 @@ use stepwise_core::{
     DraftPlan, Engine, EngineError, Goal, Lease, Plan, Roles, RunConfig, RunLease, RunState,
     RunStatus, StepStatus, StoreSink, ToolRegistry,
 };
-use stepwise_llm::call::CallPolicy;
 use stepwise_llm::roles::{Prompts, llm_roles};
 use stepwise_store::SqliteStore;
 use stepwise_tools::notes::{Corpus, LoadedCorpus};
 
 use crate::cli::{ApproveMode, OutputArgs};
-use crate::config::{Config, Price};
+use crate::config::{Config, ModelChoice, Price};
 use crate::db::{self, LEASE_TTL_MS};
 use crate::output;
 use crate::progress::{Mode, Progress};
@@ -111,12 +110,12 @@ pub(crate) fn strategy(name: &str) -> anyhow::Result<Arc<dyn Strategy>> {
 /// The roles over `corpus`: the offline ones without a model, else the
 /// LLM-backed ones with the built-in prompts or those in `prompts`.
 pub(crate) fn roles(
-    model: Option<&Arc<dyn ChatModel>>,
+    model: Option<&ModelChoice>,
     prompts: Option<&Path>,
     corpus: Arc<Corpus>,
     replay: bool,
 ) -> anyhow::Result<Roles> {
-    let Some(model) = model else {
+    let Some(ModelChoice { model, policy }) = model else {
         return Ok(stepwise_llm::offline::roles(corpus));
     };
     let prompts = match prompts {
@@ -125,7 +124,7 @@ pub(crate) fn roles(
         })?,
         None => Prompts::embedded(),
     };
-    let mut policy = CallPolicy::default();
+    let mut policy = *policy;
     if replay {
         policy.retry.max_delay_ms = 0; // nothing to wait for: the answers are on record
     }
@@ -332,8 +331,13 @@ impl Session {
         original: &RunState,
         quiet: bool,
     ) -> anyhow::Result<Session> {
-        let model: Option<Arc<dyn ChatModel>> =
-            (host.model != "offline").then_some(model as Arc<dyn ChatModel>);
+        // Retried as a run here would be, so the recorded attempts line up.
+        let cwd = std::env::current_dir().context("cannot read the current directory")?;
+        let policy = Config::load(&cwd)?.call_policy(&host.model);
+        let model = (host.model != "offline").then_some(ModelChoice {
+            model: model as Arc<dyn ChatModel>,
+            policy,
+        });
         Self::build(
             store,
             run,
@@ -352,7 +356,7 @@ impl Session {
         host: &Host,
         approve: ApproveMode,
         quiet: bool,
-        model: Option<Arc<dyn ChatModel>>,
+        model: Option<ModelChoice>,
         replay_of: Option<&RunState>,
     ) -> anyhow::Result<Session> {
         let strategy = strategy(&host.strategy)?;

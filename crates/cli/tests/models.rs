@@ -621,3 +621,90 @@ fn react_on_a_model_calls_a_tool_answers_and_replays_without_the_server() {
     assert_eq!(r["identical"], true);
     assert_eq!(r["model_calls_replayed"], 2);
 }
+
+/// `stepwise run` on the fake server from `env`'s folder, model from the flag.
+fn run_on(env: &Env, server: &FakeServer) -> Output {
+    let base = format!("{}/v1", server.url);
+    let notes = notes();
+    env.stepwise(
+        &base,
+        &[
+            "run",
+            "What is our latency budget?",
+            "--notes",
+            &notes,
+            "--model",
+            "openai:gpt-test",
+            "--quiet",
+        ],
+    )
+}
+
+#[test]
+fn stepwise_toml_retry_settings_make_a_silent_server_fail_fast_as_a_timeout() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = rt.block_on(FakeServer::start());
+    let env = Env::new("retry");
+    // Headers, then nothing, the connection left open.
+    server
+        .push(Reply::sse_then_silence(""))
+        .push(Reply::sse_then_silence(""))
+        .push(Reply::sse_then_silence(""));
+    std::fs::write(
+        env.dir.join("stepwise.toml"),
+        "[retry]\nmax_attempts = 4\ninitial_delay_ms = 10\nidle_timeout_ms = 300\n\
+         [openai.retry]\nmax_attempts = 2\n",
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    let out = run_on(&env, &server);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("timed out after 300 ms") && stderr.contains("idle timeout"),
+        "{stderr}"
+    );
+    assert_eq!(server.requests().len(), 2, "[openai.retry] over [retry]");
+    assert!(started.elapsed() >= std::time::Duration::from_millis(600));
+}
+
+#[test]
+fn an_unknown_retry_key_is_refused_like_other_config_keys() {
+    let env = Env::new("retry-typo");
+    std::fs::write(env.dir.join("stepwise.toml"), "[retry]\nretries = 3\n").unwrap();
+    let notes = notes();
+    let out = env.stepwise(
+        "http://127.0.0.1:9/v1",
+        &[
+            "run",
+            "x y",
+            "--notes",
+            &notes,
+            "--model",
+            "openai:gpt-test",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("stepwise.toml") && stderr.contains("unknown field `retries`"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn an_empty_answer_is_reported_as_an_empty_answer() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = rt.block_on(FakeServer::start());
+    let env = Env::new("empty");
+    server.push(answer("")).push(answer(""));
+    let out = run_on(&env, &server);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("the model returned an empty answer"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("not a string"), "{stderr}");
+    assert_eq!(server.requests().len(), 2);
+}

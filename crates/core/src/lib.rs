@@ -62,7 +62,7 @@ pub use goal::{Constraints, Goal, InputError};
 pub use ids::{RunId, StepId};
 pub use model::{
     ChatModel, ChatRequest, ChatResponse, ChatRole, FinishReason, Message, ModelError,
-    ResponseSchema, ToolCall,
+    ResponseSchema, TimeoutStage, ToolCall,
 };
 pub use plan::validate::{Diagnostic, DiagnosticCode, Limits};
 pub use plan::{DraftPlan, Plan, Precondition, Step};

@@ -175,16 +175,20 @@ pub enum ModelError {
         retry_after_ms: Option<u64>,
     },
     /// 5xx or 529: the provider is having trouble.
-    #[error("the provider failed with HTTP {status}: {message}")]
+    #[error("the provider failed with HTTP {status}: {message}{}", retry_hint(*.retry_after_ms))]
     Server {
         /// The HTTP status.
         status: u16,
         /// What it said.
         message: String,
+        /// What the provider asked for (Retry-After on a 503 or 529), in milliseconds.
+        retry_after_ms: Option<u64>,
     },
-    /// No answer in time.
-    #[error("no answer from the provider within {after_ms} ms")]
+    /// No answer, or no more of it, in time.
+    #[error("timed out after {after_ms} ms {stage}")]
     Timeout {
+        /// Which wait ran out.
+        stage: TimeoutStage,
         /// The time waited.
         after_ms: u64,
     },
@@ -194,6 +198,12 @@ pub enum ModelError {
     /// A stream ended without a finish reason.
     #[error("the response stream ended before the model finished")]
     Truncated,
+    /// A piece of a streamed answer could not be read (not JSON, not UTF-8,
+    /// not an event): transient, since a proxy or a cut usually garbles one
+    /// chunk and the next attempt reads fine. A whole body that is not the
+    /// provider's format is [`ModelError::Malformed`] instead.
+    #[error("the response stream was corrupt: {0}")]
+    CorruptStream(String),
     /// 401/403: the key is missing, wrong or not allowed.
     #[error("the provider refused the credentials (HTTP {status}): {message}; {fix}")]
     Auth {
@@ -244,6 +254,30 @@ pub enum ModelError {
     },
 }
 
+/// Which of an attempt's waits ran out (each has its own limit).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TimeoutStage {
+    /// Reaching the server (TCP and TLS).
+    Connect,
+    /// From sending the request to the response's headers.
+    FirstByte,
+    /// A silence between two pieces of the body.
+    Idle,
+    /// The whole attempt, from the request to the end of the answer.
+    Call,
+}
+
+impl fmt::Display for TimeoutStage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Connect => "connecting to the provider (connect timeout)",
+            Self::FirstByte => "waiting for the provider to start answering (first-byte timeout)",
+            Self::Idle => "waiting for more of the provider's answer (idle timeout)",
+            Self::Call => "before the provider finished answering (call timeout)",
+        })
+    }
+}
+
 fn retry_hint(ms: Option<u64>) -> String {
     ms.map(|ms| format!(" (retry after {ms} ms)"))
         .unwrap_or_default()
@@ -257,7 +291,8 @@ impl ModelError {
             | Self::Server { .. }
             | Self::Timeout { .. }
             | Self::Connection(_)
-            | Self::Truncated => FailureClass::Transient,
+            | Self::Truncated
+            | Self::CorruptStream(_) => FailureClass::Transient,
             Self::Auth { .. }
             | Self::UnknownModel { .. }
             | Self::ContextLength(_)
@@ -272,9 +307,9 @@ impl ModelError {
     /// The delay the provider asked for, if any.
     pub fn retry_after_ms(&self) -> Option<u64> {
         match self {
-            Self::RateLimited { retry_after_ms } | Self::Replayed { retry_after_ms, .. } => {
-                *retry_after_ms
-            }
+            Self::RateLimited { retry_after_ms }
+            | Self::Server { retry_after_ms, .. }
+            | Self::Replayed { retry_after_ms, .. } => *retry_after_ms,
             _ => None,
         }
     }

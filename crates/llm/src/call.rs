@@ -7,30 +7,39 @@
 use std::time::Duration;
 
 use stepwise_core::model::{ExchangeOutcome, ModelExchange};
-use stepwise_core::{ChatModel, ChatRequest, ChatResponse, FailureClass, ModelError, RetryPolicy};
+use stepwise_core::{
+    ChatModel, ChatRequest, ChatResponse, FailureClass, ModelError, RetryPolicy, TimeoutStage,
+};
 use tokio::time::Instant;
 
 /// How [`call`] retries and how long one attempt may take.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CallPolicy {
-    /// Attempts and backoff; only transient failures are retried.
+    /// Attempts and backoff; only transient failures are retried. Its
+    /// `max_delay_ms` also caps a Retry-After hint.
     pub retry: RetryPolicy,
     /// Most time one attempt may take, in milliseconds, streaming included
-    /// (0 means no limit). Providers set only a connect timeout, so this is
-    /// what stops a server that accepts the request and never answers.
+    /// (0 means no limit). A silent server is stopped sooner by the
+    /// provider's own [`crate::providers::Timeouts`]; this bounds an answer
+    /// that keeps streaming.
     pub timeout_ms: u64,
 }
 
 impl Default for CallPolicy {
-    /// Four attempts (rate limits and overloads are common and short) and two
-    /// minutes per attempt (long answers stream for a while).
+    /// Three attempts, 0.5 s then 1 s apart (rate limits and overloads are
+    /// common and short; a Retry-After is honoured up to 30 s), and five
+    /// minutes per attempt (long answers stream for a while; silences are
+    /// cut short by the providers' idle timeout).
     fn default() -> Self {
         Self {
             retry: RetryPolicy {
-                max_attempts: 4,
-                ..RetryPolicy::default()
+                max_attempts: 3,
+                initial_delay_ms: 500,
+                max_delay_ms: 30_000,
+                multiplier: 2.0,
+                jitter: 0.2,
             },
-            timeout_ms: 120_000,
+            timeout_ms: 300_000,
         }
     }
 }
@@ -87,6 +96,7 @@ async fn attempt_once(
     match tokio::time::timeout(Duration::from_millis(timeout_ms), model.chat(request)).await {
         Ok(result) => result,
         Err(_) => Err(ModelError::Timeout {
+            stage: TimeoutStage::Call,
             after_ms: timeout_ms,
         }),
     }
@@ -170,6 +180,7 @@ mod tests {
         ModelError::Server {
             status: 503,
             message: "overloaded".into(),
+            retry_after_ms: None,
         }
     }
 
@@ -267,16 +278,38 @@ mod tests {
         let err = call(&model, &request(), &policy(2), &mut log)
             .await
             .unwrap_err();
-        assert_eq!(err, ModelError::Timeout { after_ms: 5_000 });
+        assert_eq!(
+            err,
+            ModelError::Timeout {
+                stage: TimeoutStage::Call,
+                after_ms: 5_000
+            }
+        );
         assert_eq!(model.calls(), 2);
         assert_eq!(log.len(), 2);
         assert!(log.iter().all(|e| e.duration_ms == 5_000));
     }
 
     #[test]
-    fn the_default_policy_allows_four_attempts_of_two_minutes() {
+    fn the_default_policy_allows_three_attempts_and_caps_retry_after_at_30_s() {
         let p = CallPolicy::default();
-        assert_eq!(p.retry.max_attempts, 4);
-        assert_eq!(p.timeout_ms, 120_000);
+        assert_eq!(p.retry.max_attempts, 3);
+        assert_eq!(p.retry.delay_ms(1, Some(600_000), 0.5), 30_000);
+        assert_eq!(p.timeout_ms, 300_000);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_server_error_waits_for_its_retry_after() {
+        let overloaded = ModelError::Server {
+            status: 529,
+            message: "Overloaded".into(),
+            retry_after_ms: Some(800),
+        };
+        let model = Flaky::new(vec![overloaded]);
+        let mut log = Vec::new();
+        call(&model, &request(), &policy(3), &mut log)
+            .await
+            .unwrap();
+        assert_eq!(log[1].waited_ms, 800, "not the 100 ms backoff");
     }
 }

@@ -14,7 +14,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use stepwise_core::{
-    ChatModel, ChatRequest, ChatResponse, FinishReason, ModelError, ToolCall, Usage,
+    ChatModel, ChatRequest, ChatResponse, FinishReason, ModelError, TimeoutStage, ToolCall, Usage,
 };
 
 /// One scripted answer: a response, or an error to simulate.
@@ -64,7 +64,7 @@ pub struct ScriptUsage {
 pub struct ScriptError {
     /// Which failure.
     pub kind: ScriptErrorKind,
-    /// Retry-After, for `rate_limited`.
+    /// Retry-After, for `rate_limited` and `server`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_after_ms: Option<u64>,
     /// What the provider said.
@@ -181,8 +181,10 @@ impl ScriptError {
             ScriptErrorKind::Server => ModelError::Server {
                 status: self.status.unwrap_or(500),
                 message: message("scripted server error"),
+                retry_after_ms: self.retry_after_ms,
             },
             ScriptErrorKind::Timeout => ModelError::Timeout {
+                stage: TimeoutStage::Call,
                 after_ms: self.after_ms.unwrap_or(0),
             },
             ScriptErrorKind::Connection => ModelError::Connection(message("connection reset")),

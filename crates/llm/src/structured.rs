@@ -11,7 +11,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use stepwise_core::model::{ExchangeOutcome, ModelExchange};
 use stepwise_core::roles::{RoleError, RoleName};
-use stepwise_core::{ChatModel, ChatRequest, ChatResponse, Message, Usage};
+use stepwise_core::{ChatModel, ChatRequest, ChatResponse, FinishReason, Message, Usage};
 
 use crate::call::{CallPolicy, call};
 
@@ -100,6 +100,27 @@ pub async fn structured_with<T: DeserializeOwned>(
             llm_calls: 1,
             ..response.usage
         };
+        if is_empty(&response) {
+            if round == 1 {
+                // Asked again without echoing the nothing it said.
+                round += 1;
+                request.messages.push(Message::user(
+                    "Your answer was empty. Answer with only a JSON object matching the schema.",
+                ));
+                continue;
+            }
+            // Said as such, not as a plan or schema problem with "".
+            return Err(failed(
+                role,
+                stepwise_core::FailureClass::Persistent,
+                format!(
+                    "the model returned an empty answer (asked twice{})",
+                    why_empty(&response.finish_reason)
+                ),
+                log,
+                usage,
+            ));
+        }
         let (raw, parsed) = answer_of(&response);
         let outcome = parsed.and_then(|value| {
             if let Some(validator) = &validator {
@@ -147,6 +168,24 @@ pub async fn structured_with<T: DeserializeOwned>(
     }
 }
 
+/// No text (whitespace aside) and no tool call.
+fn is_empty(response: &ChatResponse) -> bool {
+    response.text.trim().is_empty() && response.tool_calls.is_empty()
+}
+
+/// What the finish reason says about an empty answer.
+fn why_empty(reason: &FinishReason) -> String {
+    match reason {
+        FinishReason::Stop => String::new(),
+        FinishReason::Length => "; it stopped at the token limit: raise max_tokens, or the \
+                                 model spent them on reasoning"
+            .to_owned(),
+        FinishReason::ContentFilter => "; the provider's content filter stopped it".to_owned(),
+        FinishReason::ToolCalls => "; it said it was calling tools but called none".to_owned(),
+        FinishReason::Other(other) => format!("; finish reason {other:?}"),
+    }
+}
+
 fn is_error(exchange: &ModelExchange) -> bool {
     matches!(exchange.outcome, ExchangeOutcome::Error { .. })
 }
@@ -182,7 +221,7 @@ fn answer_of(response: &ChatResponse) -> (String, Result<Value, String>) {
         return (raw, Ok(call.arguments.clone()));
     }
     let from_text = from_text.map_err(|e| {
-        if response.finish_reason == stepwise_core::FinishReason::Length {
+        if response.finish_reason == FinishReason::Length {
             format!("{e} (the answer was cut off at the token limit; answer more briefly)")
         } else {
             e
@@ -461,6 +500,54 @@ mod tests {
             RoleError::Failed { class: stepwise_core::FailureClass::Persistent, exchanges, message, .. }
                 if exchanges.len() == 1 && message.contains("set OPENAI_API_KEY")
         ));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_empty_answer_is_asked_again_then_named_as_such() {
+        let model = ScriptModel::from_entries(vec![
+            ScriptEntry::text("").with_usage(9, 0),
+            ScriptEntry::text(" \n").with_usage(9, 0),
+        ]);
+        let mut log = Vec::new();
+        let err = structured_with::<Value>(
+            &model,
+            &request(),
+            &policy(),
+            RoleName::Planner,
+            &mut log,
+            Check::ParseOnly,
+        )
+        .await
+        .unwrap_err();
+        let RoleError::Failed {
+            message,
+            exchanges,
+            usage,
+            ..
+        } = &err
+        else {
+            panic!("{err:?}");
+        };
+        assert!(
+            message.contains("the model returned an empty answer"),
+            "{message}"
+        );
+        assert!(
+            err.to_string().contains("empty answer") && !err.to_string().contains("string"),
+            "{err}"
+        );
+        assert_eq!((exchanges.len(), usage.llm_calls), (2, 2));
+        let second = &exchanges[1].request.messages;
+        assert_eq!(second.len(), 2, "no empty assistant turn echoed");
+        assert!(second[1].content.starts_with("Your answer was empty."));
+
+        let model =
+            ScriptModel::from_entries(vec![ScriptEntry::text(""), ScriptEntry::text("{\"a\": 4}")]);
+        let (pair, usage) =
+            structured::<Pair>(&model, &request(), &policy(), RoleName::Assessor, &mut log)
+                .await
+                .unwrap();
+        assert_eq!((pair.a, usage.llm_calls), (4, 2));
     }
 
     #[tokio::test(start_paused = true)]

@@ -7,11 +7,14 @@
 
 #[path = "providers/anthropic.rs"]
 mod anthropic;
+mod common;
 #[path = "providers/failures.rs"]
 mod failures;
 mod fake;
 #[path = "providers/openai.rs"]
 mod openai;
+#[path = "providers/resilience.rs"]
+mod resilience;
 
 use serde_json::json;
 use stepwise_core::model::ModelExchange;

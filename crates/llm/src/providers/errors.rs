@@ -1,7 +1,8 @@
 //! Provider failures as classified [`ModelError`]s: HTTP statuses, the
 //! error bodies of OpenAI, Anthropic and compatible servers, and
-//! Retry-After. One mapping for both clients, so a 429 or a context-length
-//! error means the same thing whoever sent it.
+//! Retry-After (on any status: 429, 503 and Anthropic's 529 all send it).
+//! One mapping for both clients, so a 429 or a context-length error means
+//! the same thing whoever sent it.
 
 use reqwest::header::HeaderMap;
 use serde_json::Value;
@@ -94,8 +95,13 @@ pub(crate) fn classify(
         },
         // 501 and 505: the server will never support this request.
         501 | 505 => ModelError::BadRequest { status, message },
-        // 408 (request timeout), 5xx and Anthropic's 529 (overloaded) pass.
-        408 | 500..=599 => ModelError::Server { status, message },
+        // 408 (request timeout), 5xx and Anthropic's 529 (overloaded) pass;
+        // a 503 or 529 often says when to come back.
+        408 | 500..=599 => ModelError::Server {
+            status,
+            message,
+            retry_after_ms,
+        },
         _ if body.is("model_not_found") || (status == 404 && lower.contains("model")) => {
             ModelError::UnknownModel {
                 model: ctx.model.to_owned(),
@@ -212,8 +218,12 @@ mod tests {
             ModelError::BadRequest { .. }
         ));
         assert!(matches!(
-            classify(529, &body("Overloaded", None), None, &ctx()),
-            ModelError::Server { status: 529, .. }
+            classify(529, &body("Overloaded", None), Some(2_000), &ctx()),
+            ModelError::Server {
+                status: 529,
+                retry_after_ms: Some(2_000),
+                ..
+            }
         ));
         assert!(matches!(
             classify(

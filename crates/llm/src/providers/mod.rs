@@ -4,7 +4,9 @@
 //! written here on reqwest + eventsource-stream so that we control error
 //! classes, usage accounting and lenient parsing of compatible servers.
 //!
-//! Neither client retries: retries live in [`crate::call`]. A model is named
+//! Neither client retries: retries live in [`crate::call`]. Each bounds its
+//! own waits ([`Timeouts`]: connecting, the first byte, silences mid-stream),
+//! so a server that goes quiet fails fast and is retried. A model is named
 //! by a spec such as `openai:gpt-4o-mini`, `anthropic:claude-sonnet-4-5` or
 //! `ollama:llama3.2`, and built with [`from_spec`].
 
@@ -22,6 +24,7 @@ use std::sync::Arc;
 use stepwise_core::{ChatModel, ModelError};
 
 pub use anthropic::AnthropicClient;
+pub use http::Timeouts;
 pub use openai::OpenAiClient;
 
 /// OpenAI's API, used when `OPENAI_BASE_URL` is not set.
@@ -154,8 +157,19 @@ impl fmt::Display for ModelSpec {
 }
 
 /// Builds the model a spec names, checking the configuration now (a missing
-/// key is a [`ModelError::Config`] here, not a 401 at the first call).
+/// key is a [`ModelError::Config`] here, not a 401 at the first call), with
+/// the provider's default [`Timeouts`].
 pub fn from_spec(spec: &str, env: &ProviderEnv) -> Result<Arc<dyn ChatModel>, ModelError> {
+    let provider = spec.parse::<ModelSpec>()?.provider;
+    from_spec_with(spec, env, Timeouts::for_provider(provider))
+}
+
+/// [`from_spec`] with these timeouts.
+pub fn from_spec_with(
+    spec: &str,
+    env: &ProviderEnv,
+    timeouts: Timeouts,
+) -> Result<Arc<dyn ChatModel>, ModelError> {
     let spec: ModelSpec = spec.parse()?;
     let name = spec.to_string();
     let key = |k: &Option<String>| k.clone().and_then(non_empty);
@@ -172,15 +186,17 @@ pub fn from_spec(spec: &str, env: &ProviderEnv) -> Result<Arc<dyn ChatModel>, Mo
                 ));
             }
             let base = base.as_deref().unwrap_or(DEFAULT_OPENAI_BASE_URL);
-            Arc::new(OpenAiClient::new(name, spec.model, base, api_key)?)
+            Arc::new(OpenAiClient::new(name, spec.model, base, api_key)?.with_timeouts(timeouts)?)
         }
         Provider::Ollama => {
             let base = url(&env.ollama_base_url);
             let base = base.as_deref().unwrap_or(DEFAULT_OLLAMA_BASE_URL);
             Arc::new(
-                OpenAiClient::new(name, spec.model, base, None)?.with_auth_fix(
-                    "Ollama needs no key: check that OLLAMA_BASE_URL points at Ollama itself",
-                ),
+                OpenAiClient::new(name, spec.model, base, None)?
+                    .with_auth_fix(
+                        "Ollama needs no key: check that OLLAMA_BASE_URL points at Ollama itself",
+                    )
+                    .with_timeouts(timeouts)?,
             )
         }
         Provider::Anthropic => {
@@ -194,7 +210,9 @@ pub fn from_spec(spec: &str, env: &ProviderEnv) -> Result<Arc<dyn ChatModel>, Mo
                 ));
             }
             let base = base.as_deref().unwrap_or(DEFAULT_ANTHROPIC_BASE_URL);
-            Arc::new(AnthropicClient::new(name, spec.model, base, api_key)?)
+            Arc::new(
+                AnthropicClient::new(name, spec.model, base, api_key)?.with_timeouts(timeouts)?,
+            )
         }
     })
 }

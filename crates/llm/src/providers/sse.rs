@@ -8,7 +8,8 @@ use futures::{Stream, StreamExt};
 use reqwest::Response;
 use stepwise_core::ModelError;
 
-use super::http;
+use super::http::{self, Timeouts};
+use super::lenient::preview;
 
 /// Whether the assembler wants more events.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,22 +31,33 @@ pub(crate) enum Body {
 
 /// Feeds each event (`event` name, `data`) of the response to `on_event`
 /// until the stream ends or `on_event` says [`Flow::Done`]; returns the body
-/// instead if it is not an event stream.
+/// instead if it is not an event stream. Every piece of the body is awaited
+/// at most the idle timeout.
 pub(crate) async fn read(
     response: Response,
+    timeouts: &Timeouts,
     mut on_event: impl FnMut(&str, &str) -> Result<Flow, ModelError>,
 ) -> Result<Body, ModelError> {
     if !is_event_stream(&response) {
-        let text = response.text().await.map_err(http::transport)?;
+        let text = http::text(response, timeouts).await?;
         if !looks_like_events(&text) {
             return Ok(Body::Whole(text));
         }
-        let once = futures::stream::iter([Ok::<_, reqwest::Error>(text)]);
+        let once = futures::stream::iter([Ok::<_, ModelError>(text)]);
         drain(once, &mut on_event).await?;
         return Ok(Body::Streamed);
     }
-    drain(response.bytes_stream(), &mut on_event).await?;
+    drain(http::pieces(response, timeouts), &mut on_event).await?;
     Ok(Body::Streamed)
+}
+
+/// A streamed event whose data is not the JSON the provider promised: one
+/// garbled chunk, worth another attempt (see [`ModelError::CorruptStream`]).
+pub(crate) fn corrupt_event(error: &serde_json::Error, data: &str) -> ModelError {
+    ModelError::CorruptStream(format!(
+        "a streamed event is not JSON ({error}): {}",
+        preview(data)
+    ))
 }
 
 async fn drain<S, B>(
@@ -53,18 +65,18 @@ async fn drain<S, B>(
     on_event: &mut impl FnMut(&str, &str) -> Result<Flow, ModelError>,
 ) -> Result<(), ModelError>
 where
-    S: Stream<Item = Result<B, reqwest::Error>> + Unpin,
+    S: Stream<Item = Result<B, ModelError>> + Unpin,
     B: AsRef<[u8]>,
 {
     let mut events = bytes.eventsource();
     while let Some(event) = events.next().await {
         let event = event.map_err(|e| match e {
-            EventStreamError::Transport(e) => http::transport(e),
+            EventStreamError::Transport(e) => e,
             EventStreamError::Utf8(e) => {
-                ModelError::Malformed(format!("the event stream is not UTF-8: {e}"))
+                ModelError::CorruptStream(format!("the event stream is not UTF-8: {e}"))
             }
             EventStreamError::Parser(e) => {
-                ModelError::Malformed(format!("the event stream could not be parsed: {e}"))
+                ModelError::CorruptStream(format!("the event stream could not be parsed: {e}"))
             }
         })?;
         if on_event(&event.event, &event.data)? == Flow::Done {
@@ -102,7 +114,7 @@ mod tests {
     #[tokio::test]
     async fn events_split_anywhere_are_reassembled() {
         let body = "event: a\ndata: {\"x\":\"h\u{e9}llo\"}\n\ndata: [DONE]\n\n";
-        let chunks: Vec<Result<Vec<u8>, reqwest::Error>> =
+        let chunks: Vec<Result<Vec<u8>, ModelError>> =
             body.as_bytes().chunks(3).map(|c| Ok(c.to_vec())).collect();
         let mut seen = Vec::new();
         drain(

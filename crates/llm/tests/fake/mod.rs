@@ -1,9 +1,9 @@
 //! A fake model provider: an axum server on 127.0.0.1:0 that answers each
 //! request with the next scripted [`Reply`] — recorded OpenAI and Anthropic
 //! bodies, whole or as server-sent events sent in small pieces, after an
-//! optional delay, optionally cut mid-stream — and records every request
-//! (headers and JSON body) for the test to inspect. wiremock cannot stream a
-//! body piece by piece or cut it, hence this.
+//! optional delay, optionally cut mid-stream or left silent — and records
+//! every request (headers and JSON body) for the test to inspect. wiremock
+//! cannot stream a body piece by piece, cut it or hang in it, hence this.
 #![allow(dead_code)]
 
 use std::collections::{BTreeMap, VecDeque};
@@ -62,10 +62,12 @@ pub(crate) struct Reply {
 #[derive(Debug, Clone)]
 enum ReplyBody {
     Whole(String),
-    /// Sent piece by piece; `cut` ends the connection instead of the body.
+    /// Sent piece by piece; `cut` ends the connection instead of the body,
+    /// `hang` keeps it open and silent after the last piece.
     Pieces {
         pieces: Vec<String>,
         cut: bool,
+        hang: bool,
     },
 }
 
@@ -94,6 +96,7 @@ impl Reply {
             body: ReplyBody::Pieces {
                 pieces: pieces(body),
                 cut: false,
+                hang: false,
             },
             delay: Duration::ZERO,
         }
@@ -112,9 +115,19 @@ impl Reply {
     /// The first half of `body`, then the connection is reset.
     pub(crate) fn sse_cut(body: &str) -> Self {
         let mut reply = Self::sse(body);
-        if let ReplyBody::Pieces { pieces, cut } = &mut reply.body {
+        if let ReplyBody::Pieces { pieces, cut, .. } = &mut reply.body {
             pieces.truncate(pieces.len() / 2);
             *cut = true;
+        }
+        reply
+    }
+
+    /// A 200 event stream that sends `body` (may be empty), then nothing
+    /// more, the connection left open: a server that went silent.
+    pub(crate) fn sse_then_silence(body: &str) -> Self {
+        let mut reply = Self::sse(body);
+        if let ReplyBody::Pieces { hang, .. } = &mut reply.body {
+            *hang = true;
         }
         reply
     }
@@ -236,7 +249,7 @@ async fn answer(
     }
     let body = match reply.body {
         ReplyBody::Whole(text) => Body::from(text),
-        ReplyBody::Pieces { pieces, cut } => {
+        ReplyBody::Pieces { pieces, cut, hang } => {
             let sent = pieces.into_iter().map(Ok::<_, std::io::Error>);
             let reset = cut.then(|| {
                 Err(std::io::Error::new(
@@ -244,7 +257,12 @@ async fn answer(
                     "fake: cut",
                 ))
             });
-            Body::from_stream(futures::stream::iter(sent.chain(reset)))
+            let body = futures::stream::iter(sent.chain(reset));
+            if hang {
+                Body::from_stream(futures::StreamExt::chain(body, futures::stream::pending()))
+            } else {
+                Body::from_stream(body)
+            }
         }
     };
     response.body(body).unwrap()

@@ -1,6 +1,7 @@
 //! Builds one [`ChatResponse`] from Anthropic's streamed events (content
 //! blocks started, extended by deltas, usage from `message_start` and
-//! `message_delta`) or from a whole message.
+//! `message_delta`) or from a whole message. Compatible proxies that leave
+//! out `message_start` or `content_block_start` still give their text.
 
 use std::collections::BTreeMap;
 
@@ -20,6 +21,8 @@ pub(super) struct Assembly {
     input_tokens: Option<u64>,
     output_tokens: Option<u64>,
     model: Option<String>,
+    /// `message_stop` arrived: the message is complete, stop reason or not.
+    stopped: bool,
 }
 
 /// A content block being streamed. Thinking and other block types are
@@ -54,12 +57,21 @@ impl Assembly {
             }
             "content_block_start" => {
                 if let Some(block) = event.content_block {
-                    self.blocks.insert(event.index.unwrap_or(0), start(block));
+                    let index = event.index.unwrap_or(0);
+                    let mut started = start(block);
+                    // Text that came before its block's start stays, after the start's own.
+                    if let (Partial::Text(text), Some(Partial::Text(early))) =
+                        (&mut started, self.blocks.remove(&index))
+                    {
+                        text.push_str(&early);
+                    }
+                    self.blocks.insert(index, started);
                 }
             }
             "content_block_delta" => {
                 let delta = event.delta.unwrap_or_default();
-                let slot = self.blocks.get_mut(&event.index.unwrap_or(0));
+                let index = event.index.unwrap_or(0);
+                let slot = self.blocks.get_mut(&index);
                 match (slot, delta.kind.as_deref()) {
                     (Some(Partial::Text(text)), Some("text_delta")) => {
                         text.push_str(delta.text.as_deref().unwrap_or(""));
@@ -67,7 +79,21 @@ impl Assembly {
                     (Some(Partial::ToolUse { json, .. }), Some("input_json_delta")) => {
                         json.push_str(delta.partial_json.as_deref().unwrap_or(""));
                     }
-                    // Thinking, signatures, citations, or a delta for a block never started.
+                    // Some proxies send no `content_block_start` (nor
+                    // `message_start`): a text delta starts its block.
+                    (None, Some("text_delta")) => {
+                        let text = delta.text.unwrap_or_default();
+                        self.blocks.insert(index, Partial::Text(text));
+                    }
+                    // A tool call's id and name are only in its start: the
+                    // input cannot be attributed, and is not dropped silently.
+                    (None, Some("input_json_delta")) => {
+                        return Err(ModelError::Malformed(format!(
+                            "malformed stream: tool input for content block {index} came \
+                             before the block was started (no content_block_start)"
+                        )));
+                    }
+                    // Thinking, signatures, citations: not passed on.
                     _ => {}
                 }
             }
@@ -77,7 +103,10 @@ impl Assembly {
                 }
                 self.usage(event.usage);
             }
-            "message_stop" => return Ok(Flow::Done),
+            "message_stop" => {
+                self.stopped = true;
+                return Ok(Flow::Done);
+            }
             "error" => return Err(stream_error(event.error.as_ref(), ctx)),
             // `ping`, `content_block_stop` and event types added later.
             _ => {}
@@ -96,10 +125,13 @@ impl Assembly {
         }
     }
 
-    /// The answer; a stream that never gave a stop reason was cut short.
+    /// The answer; a stream that ended with neither a stop reason nor
+    /// `message_stop` was cut short.
     pub(super) fn finish(mut self, requested_model: &str) -> Result<ChatResponse, ModelError> {
-        let Some(reason) = self.stop_reason.take() else {
-            return Err(ModelError::Truncated);
+        let reason = match self.stop_reason.take() {
+            Some(reason) => reason,
+            None if self.stopped => "end_turn".to_owned(),
+            None => return Err(ModelError::Truncated),
         };
         Ok(self.response(reason, requested_model))
     }

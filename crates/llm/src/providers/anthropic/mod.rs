@@ -12,8 +12,7 @@ use stepwise_core::{ChatModel, ChatRequest, ChatResponse, ModelError};
 use self::assemble::Assembly;
 use self::wire::Event;
 use super::errors::ErrorContext;
-use super::http::{self, ApiKey};
-use super::lenient::preview;
+use super::http::{self, ApiKey, Timeouts};
 use super::sse::{self, Body};
 
 /// The API version this client speaks (sent as `anthropic-version`).
@@ -27,6 +26,7 @@ pub struct AnthropicClient {
     model: String,
     url: Url,
     key: Option<ApiKey>,
+    timeouts: Timeouts,
     http: reqwest::Client,
 }
 
@@ -51,8 +51,16 @@ impl AnthropicClient {
             model: model.into(),
             url: http::endpoint(trimmed, path)?,
             key: ApiKey::new(api_key),
-            http: http::client()?,
+            timeouts: Timeouts::default(),
+            http: http::client(&Timeouts::default())?,
         })
+    }
+
+    /// The same client with other timeouts (see [`Timeouts`]).
+    pub fn with_timeouts(mut self, timeouts: Timeouts) -> Result<Self, ModelError> {
+        self.http = http::client(&timeouts)?;
+        self.timeouts = timeouts;
+        Ok(self)
     }
 
     async fn chat_inner(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
@@ -69,15 +77,11 @@ impl AnthropicClient {
             model: &self.model,
             auth_fix: "set ANTHROPIC_API_KEY to a valid key",
         };
-        let response = http::send(builder, &ctx).await?;
+        let response = http::send(builder, &ctx, &self.timeouts).await?;
         let mut assembly = Assembly::default();
-        let body = sse::read(response, |_event, data| {
-            let event: Event = serde_json::from_str(data).map_err(|e| {
-                ModelError::Malformed(format!(
-                    "a streamed event is not JSON ({e}): {}",
-                    preview(data)
-                ))
-            })?;
+        let body = sse::read(response, &self.timeouts, |_event, data| {
+            let event: Event =
+                serde_json::from_str(data).map_err(|e| sse::corrupt_event(&e, data))?;
             assembly.push(event, &ctx)
         })
         .await?;
@@ -109,6 +113,7 @@ impl fmt::Debug for AnthropicClient {
             .field("model", &self.model)
             .field("url", &http::safe_url(&self.url))
             .field("key", &self.key)
+            .field("timeouts", &self.timeouts)
             .finish_non_exhaustive()
     }
 }

@@ -15,8 +15,7 @@ use stepwise_core::{ChatModel, ChatRequest, ChatResponse, ModelError};
 use self::assemble::Assembly;
 use self::wire::{Chunk, MaxTokensField};
 use super::errors::ErrorContext;
-use super::http::{self, ApiKey};
-use super::lenient::preview;
+use super::http::{self, ApiKey, Timeouts};
 use super::sse::{self, Body, Flow};
 
 /// How the key is sent: `Authorization: Bearer` everywhere but Azure,
@@ -38,6 +37,7 @@ pub struct OpenAiClient {
     auth: AuthStyle,
     max_tokens: MaxTokensField,
     auth_fix: String,
+    timeouts: Timeouts,
     http: reqwest::Client,
 }
 
@@ -69,7 +69,8 @@ impl OpenAiClient {
                 MaxTokensField::MaxTokens
             },
             auth_fix: "set OPENAI_API_KEY to a valid key for this server".to_owned(),
-            http: http::client()?,
+            timeouts: Timeouts::default(),
+            http: http::client(&Timeouts::default())?,
             url,
         })
     }
@@ -80,6 +81,13 @@ impl OpenAiClient {
     pub fn with_auth_fix(mut self, fix: impl Into<String>) -> Self {
         self.auth_fix = fix.into();
         self
+    }
+
+    /// The same client with other timeouts (see [`Timeouts`]).
+    pub fn with_timeouts(mut self, timeouts: Timeouts) -> Result<Self, ModelError> {
+        self.http = http::client(&timeouts)?;
+        self.timeouts = timeouts;
+        Ok(self)
     }
 
     async fn chat_inner(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
@@ -95,18 +103,14 @@ impl OpenAiClient {
             model: &self.model,
             auth_fix: &self.auth_fix,
         };
-        let response = http::send(builder, &ctx).await?;
+        let response = http::send(builder, &ctx, &self.timeouts).await?;
         let mut assembly = Assembly::default();
-        let body = sse::read(response, |_event, data| {
+        let body = sse::read(response, &self.timeouts, |_event, data| {
             if data.trim() == "[DONE]" {
                 return Ok(Flow::Done);
             }
-            let chunk: Chunk = serde_json::from_str(data).map_err(|e| {
-                ModelError::Malformed(format!(
-                    "a streamed chunk is not JSON ({e}): {}",
-                    preview(data)
-                ))
-            })?;
+            let chunk: Chunk =
+                serde_json::from_str(data).map_err(|e| sse::corrupt_event(&e, data))?;
             assembly.push(chunk, &ctx)?;
             Ok(Flow::Continue)
         })
@@ -139,6 +143,7 @@ impl fmt::Debug for OpenAiClient {
             .field("model", &self.model)
             .field("url", &http::safe_url(&self.url))
             .field("key", &self.key)
+            .field("timeouts", &self.timeouts)
             .field("auth", &self.auth)
             .finish_non_exhaustive()
     }
