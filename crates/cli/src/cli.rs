@@ -5,9 +5,16 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 use stepwise_core::strategy::{DEFAULT_STRATEGY, StrategyRegistry};
 
-/// Plan-and-execute runtime for LLM agents.
+/// Stepwise: a plan-and-execute runtime for LLM agents.
+///
+/// Stepwise turns a goal into a validated plan of tool-call steps, runs it
+/// (independent steps in parallel), checks every result, replans only what
+/// is missing, and writes a cited brief that names its gaps instead of
+/// guessing. Every decision is an event in a durable log, so a run can be
+/// watched, approved, resumed after a crash, compared with other strategies
+/// and replayed offline.
 #[derive(Debug, Parser)]
-#[command(name = "stepwise", version, about, long_about = None)]
+#[command(name = "stepwise", version, after_help = crate::error::exit_codes_help())]
 pub(crate) struct Cli {
     /// The run database (SQLite). Default: $XDG_DATA_HOME/stepwise/stepwise.db
     /// (~/.local/share/stepwise/stepwise.db).
@@ -24,8 +31,8 @@ pub(crate) enum Command {
     /// replan, and write a cited brief that names its gaps.
     ///
     /// The brief (Markdown, or the full result with --json) goes to stdout;
-    /// live progress goes to stderr. Exit status: 0 ok, 3 needs review,
-    /// 1 failed, 2 usage error.
+    /// live progress goes to stderr. Exit status: 0 ok, 1 failed, 2 usage
+    /// error, 3 needs review, 4 awaiting approval (see `stepwise --help`).
     Run(RunArgs),
     /// Continue a run: after a crash, or from a breakpoint once a person has
     /// acted (approve, reject, or new bounds such as --max-replans).
@@ -366,5 +373,21 @@ mod tests {
     #[test]
     fn the_command_line_is_well_formed() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn help_says_what_stepwise_is_and_lists_every_exit_code() {
+        let help = Cli::command().render_long_help().to_string();
+        assert!(
+            help.contains("Stepwise turns a goal into a validated plan"),
+            "{help}"
+        );
+        assert!(help.contains("\n  0  success\n"), "{help}");
+        for kind in crate::error::ErrorKind::ALL {
+            let line = format!("\n  {}  {}\n", kind.code(), kind.meaning());
+            assert!(help.contains(&line), "{kind:?} missing from:\n{help}");
+        }
+        let short = Cli::command().render_help().to_string();
+        assert!(short.contains("Exit status:"), "{short}");
     }
 }

@@ -17,7 +17,7 @@ use stepwise_llm::call::CallPolicy;
 use stepwise_llm::providers::{ModelSpec, Provider, ProviderEnv, Timeouts, from_spec_with};
 use stepwise_llm::script::ScriptModel;
 
-use crate::run_cmd::UsageError;
+use crate::error::UsageError;
 
 /// Prices of one model, in US dollars per million tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Deserialize)]

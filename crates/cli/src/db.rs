@@ -8,7 +8,7 @@ use anyhow::anyhow;
 use stepwise_core::{Lease, RunId, RunLease, RunState, Store, StoreError};
 use stepwise_store::SqliteStore;
 
-use crate::run_cmd::UsageError;
+use crate::error::{UsageError, usage};
 
 /// How long a lease lasts without renewal; a live process renews it often.
 pub(crate) const LEASE_TTL_MS: u64 = 30_000;
@@ -120,4 +120,30 @@ pub(crate) async fn take_lease<S: RunLease + ?Sized>(
         )),
         other => Ok(other?),
     }
+}
+
+/// The database if its file exists (`None`: nothing was ever recorded
+/// there), so a command that only reads never creates one.
+pub(crate) fn open_existing(flag: Option<&PathBuf>) -> anyhow::Result<Option<Arc<SqliteStore>>> {
+    if path(flag).exists() {
+        open(flag).map(Some)
+    } else {
+        Ok(None)
+    }
+}
+
+/// The database and one run's state; an unknown run (or a database that does
+/// not exist) is a usage error.
+pub(crate) fn open_run(
+    flag: Option<&PathBuf>,
+    run: &str,
+) -> anyhow::Result<(Arc<SqliteStore>, RunState)> {
+    let Some(store) = open_existing(flag)? else {
+        return Err(usage(anyhow!(
+            "no run with id {run}: there is no database at {} yet (pass --db or set STEPWISE_DB)",
+            path(flag).display()
+        )));
+    };
+    let state = block_on(load(&store, run))??;
+    Ok((store, state))
 }

@@ -3,10 +3,6 @@
 
 use std::io::{self, Write};
 
-/// Exit status for usage errors (bad flags, unreadable or non-JSON input),
-/// matching clap's own.
-pub(crate) const USAGE_ERROR: u8 = 2;
-
 /// Writes `text` to stdout. A closed pipe is not an error.
 pub(crate) fn stdout(text: &str) -> anyhow::Result<()> {
     let mut out = io::stdout().lock();
@@ -29,25 +25,4 @@ pub(crate) fn error(err: &anyhow::Error) {
 /// Prints a side remark (a skipped file, a written path) as `note: ...` on stderr.
 pub(crate) fn note(text: &str) {
     let _ = writeln!(io::stderr().lock(), "note: {text}");
-}
-
-/// `1 problem`, `2 problems`.
-pub(crate) fn plural(n: usize, noun: &str) -> String {
-    if n == 1 {
-        format!("{n} {noun}")
-    } else {
-        format!("{n} {noun}s")
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::plural;
-
-    #[test]
-    fn plurals() {
-        assert_eq!(plural(0, "step"), "0 steps");
-        assert_eq!(plural(1, "step"), "1 step");
-        assert_eq!(plural(3, "problem"), "3 problems");
-    }
 }

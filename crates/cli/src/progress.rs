@@ -9,12 +9,10 @@ use std::collections::{HashMap, VecDeque};
 use std::fmt::Write as _;
 use std::io::{IsTerminal, Write};
 
-use stepwise_core::{Event, EventKind, RunState, RunStatus, Step, StepId, StepStatus, Verdict};
+use stepwise_core::{Event, EventKind, RunState, RunStatus, Step, StepId, StepStatus};
 
-use crate::output::plural;
+use crate::render::{duration, event, join_ids, plural, plural_u64, truncate};
 
-/// Longest log line: one event stays one readable line in a CI log.
-const MAX_LINE: usize = 160;
 /// Log lines kept under the live block.
 const LOG_LINES: usize = 3;
 /// A block taller than the screen cannot be redrawn in place, so steps are capped.
@@ -72,11 +70,17 @@ pub(crate) struct Progress<W: Write> {
 
 impl<W: Write> Progress<W> {
     /// Colour unless `NO_COLOR` is set and non-empty (no-color.org); width
-    /// from `COLUMNS`, else 80 (shells rarely export it; 80 is the safe guess).
+    /// from `COLUMNS` (an explicit choice wins), else the terminal stderr is
+    /// on, else 80 (the safe guess).
     pub(crate) fn new(mode: Mode, out: W) -> Self {
         let color = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-        let width = std::env::var("COLUMNS").ok().and_then(|c| c.parse().ok());
-        Self::with_style(mode, out, color, width.filter(|w| *w >= 20).unwrap_or(80))
+        let columns = std::env::var("COLUMNS").ok().and_then(|c| c.parse().ok());
+        let terminal = || {
+            terminal_size::terminal_size_of(std::io::stderr())
+                .map(|(terminal_size::Width(w), _)| usize::from(w))
+        };
+        let width = columns.or_else(terminal).filter(|w| *w >= 20);
+        Self::with_style(mode, out, color, width.unwrap_or(80))
     }
 
     /// Starts from a run's state so far (a resume), so the events that follow fold onto it.
@@ -110,7 +114,7 @@ impl<W: Write> Progress<W> {
         let steps = self.state.plan.steps.iter().filter(|_| replanned);
         let before: HashMap<StepId, StepStatus> = steps.map(|s| (s.id.clone(), s.status)).collect();
         self.state_ok = self.state_ok && self.state.apply(event).is_ok();
-        let mut lines = self.describe(event);
+        let mut lines = event::line(&event.kind, &self.state.plan);
         if replanned && self.state_ok {
             // A new version marks superseded steps skipped; only a diff shows which.
             for step in &self.state.plan.steps {
@@ -151,136 +155,6 @@ impl<W: Write> Progress<W> {
         }
         let result = self.out.write_all(text.as_bytes());
         self.broken = result.and_then(|()| self.out.flush()).is_err();
-    }
-
-    /// The plain-mode lines for one event (also the live block's log).
-    fn describe(&self, event: &Event) -> Vec<String> {
-        use EventKind as K;
-        let line = match &event.kind {
-            K::RunStarted { run_id, .. } => format!("run {run_id} started"),
-            K::InputRejected { reason } => format!("input rejected: {reason}"),
-            K::InputPrepared { goal } => format!("goal: {}", goal.goal),
-            K::PlanCreated { .. } => "plan drafted".to_owned(),
-            K::PlanValidated { plan } => {
-                let steps: Vec<String> = plan.steps.iter().map(step_with_deps).collect();
-                let (v, n) = (plan.version, plural(plan.steps.len(), "step"));
-                format!("plan v{v} validated: {n} — {}", steps.join(", "))
-            }
-            K::PlanInvalid { diagnostics } => {
-                let mut codes: Vec<&str> = diagnostics.iter().map(|d| d.code.as_str()).collect();
-                let mut seen = std::collections::HashSet::new();
-                codes.retain(|c| seen.insert(*c));
-                let n = plural(diagnostics.len(), "problem");
-                format!("plan invalid: {n} ({})", codes.join(", "))
-            }
-            K::PlanRepaired { attempt, .. } => format!("plan repaired (attempt {attempt})"),
-            K::PlanApproved { version, by, .. } => format!("plan v{version} approved by {by}"),
-            K::PlanRejected {
-                version: v, reason, ..
-            } => format!("plan v{v} rejected: {reason}"),
-            K::StepStarted { step, attempt } => {
-                let mut line = format!("[{step}] running");
-                if *attempt > 1 {
-                    let _ = write!(line, " (attempt {attempt})");
-                }
-                if let Some(s) = self.state.plan.step(step) {
-                    let _ = write!(line, " — {}", s.description);
-                }
-                line
-            }
-            K::StepSucceeded { step, result, .. } => {
-                format!("[{step}] succeeded in {}", duration(result.duration_ms))
-            }
-            K::StepFailed { step, failure, .. } => {
-                format!("[{step}] failed ({}): {}", failure.class, failure.message)
-            }
-            K::StepRetrying {
-                step,
-                next_attempt: n,
-                delay_ms: ms,
-            } => {
-                format!("[{step}] retrying in {} (attempt {n})", duration(*ms))
-            }
-            K::StepTerminated { step, reason } => format!("[{step}] terminated: {reason}"),
-            K::Assessed {
-                step,
-                acceptance_met: met,
-                verdict,
-                reason,
-                new_gaps,
-                ..
-            } => {
-                let unmet = if *met { "" } else { " (criteria unmet)" };
-                let verdict = verdict_name(*verdict);
-                let head = clip(&format!("[{step}] assessed: {verdict}{unmet} — {reason}"));
-                let gaps = new_gaps.iter().map(|g| clip(&format!("  gap: {g}")));
-                return std::iter::once(head).chain(gaps).collect();
-            }
-            K::StopConditionMet {
-                condition, detail, ..
-            } => format!("stop: {condition} — {detail}"),
-            K::Replanned {
-                replan_count: n,
-                reason,
-                ..
-            } => format!("replan {n}: {reason}"),
-            K::Synthesized {
-                evidence,
-                rejected_evidence: rejected,
-                ..
-            } => match (evidence.len(), rejected.len()) {
-                (n, 0) => format!("report written ({n} evidence)"),
-                (n, r) => format!("report written ({n} evidence, {r} rejected)"),
-            },
-            K::NeedsReview {
-                reason,
-                brief: Some(brief),
-                ..
-            } => format!(
-                "needs review: {reason} (partial brief, {} evidence)",
-                brief.evidence.len()
-            ),
-            K::NeedsReview { reason, .. } => format!("needs review: {reason}"),
-            K::RunFailed { error, .. } => format!("run failed: {error}"),
-            K::PlanReviewRequested { version } => format!("plan v{version} waits for review"),
-            K::ApprovalRequested {
-                step, tool, args, ..
-            } => format!("[{step}] needs approval: {tool} {args}"),
-            K::ApprovalGranted { step, by, .. } => format!("[{step}] approved by {by}"),
-            K::ApprovalDenied { step, by, reason } => format!("[{step}] refused by {by}: {reason}"),
-            K::AwaitingApproval { .. } => "paused: waiting for approval".to_owned(),
-            K::StepInterrupted { step, attempt } => {
-                format!("[{step}] attempt {attempt} was interrupted (the process stopped)")
-            }
-            K::RunResumed { by, .. } => format!("resumed by {by}"),
-            K::RunCancelled { reason } => format!("cancelled: {reason}"),
-            K::ModelCalled { role, exchange } => model_line(role, exchange),
-            K::StrategyChosen {
-                strategy, reason, ..
-            } => format!("strategy {strategy}: {reason}"),
-            K::StepAdded { step, .. } => {
-                format!(
-                    "[{}] added: {} {}",
-                    step.id,
-                    step.tool,
-                    serde_json::Value::Object(step.args.clone())
-                )
-            }
-            K::StepSkipped { step, reason } => format!("[{step}] skipped: {reason}"),
-            K::StepSummarized { step, summary, .. } => format!("[{step}] summary: {summary}"),
-            K::GapsNoted { gaps } => format!("gaps: {}", gaps.join("; ")),
-            K::Verified {
-                iteration,
-                verification: v,
-                ..
-            } => format!(
-                "verified (iteration {iteration}): completeness {:.2}, confidence {:.2}, {} missing",
-                v.completeness,
-                v.confidence,
-                v.missing.len()
-            ),
-        };
-        vec![clip(&line)]
     }
 
     fn redraw(&mut self) {
@@ -339,7 +213,7 @@ impl<W: Write> Progress<W> {
         let indent = "  ".repeat(1 + depth.min(6));
         let mut text = format!("{} {}", step.id, step.tool);
         if !step.depends_on.is_empty() {
-            let _ = write!(text, " ← {}", join(&step.depends_on));
+            let _ = write!(text, " ← {}", join_ids(&step.depends_on));
         }
         if step.attempts > 1 {
             let _ = write!(text, " (attempt {})", step.attempts);
@@ -379,22 +253,10 @@ impl<W: Write> Progress<W> {
         if !ended.is_empty() {
             let _ = write!(line, " ({})", ended.join(", "));
         }
-        let calls = usize::try_from(s.usage.llm_calls).unwrap_or(usize::MAX);
-        let (calls, time) = (plural(calls, "model call"), duration(s.usage.wall_time_ms));
+        let calls = plural_u64(s.usage.llm_calls, "model call");
+        let time = duration(s.usage.wall_time_ms);
         let _ = write!(line, " · replans {} · {calls} · {time}", s.replan_count);
         line
-    }
-}
-
-fn join(ids: &[StepId]) -> String {
-    let ids: Vec<&str> = ids.iter().map(StepId::as_str).collect();
-    ids.join(", ")
-}
-
-fn step_with_deps(step: &Step) -> String {
-    match step.depends_on.as_slice() {
-        [] => step.id.to_string(),
-        deps => format!("{} (after {})", step.id, join(deps)),
     }
 }
 
@@ -415,67 +277,6 @@ fn depths(steps: &[Step]) -> Vec<usize> {
         }
     }
     depth
-}
-
-fn verdict_name(verdict: Verdict) -> &'static str {
-    match verdict {
-        Verdict::Continue => "continue",
-        Verdict::Synthesize => "synthesize",
-        Verdict::Replan => "replan",
-        Verdict::NeedsReview => "needs_review",
-    }
-}
-
-fn duration(ms: u64) -> String {
-    match ms {
-        0..1_000 => format!("{ms} ms"),
-        1_000..60_000 => format!("{:.1} s", ms as f64 / 1000.0),
-        _ => format!("{}m{:02}s", ms / 60_000, ms % 60_000 / 1000),
-    }
-}
-
-/// At most [`MAX_LINE`] chars on one line: inner whitespace (a model's
-/// multi-line reason, say) collapsed, leading indent kept.
-fn clip(line: &str) -> String {
-    let body = line.trim_start();
-    let indent = &line[..line.len() - body.len()];
-    let words: Vec<&str> = body.split_whitespace().collect();
-    truncate(&format!("{indent}{}", words.join(" ")), MAX_LINE)
-}
-
-/// Cuts to `max` chars (not bytes: never inside a UTF-8 sequence), marking the cut with `…`.
-fn truncate(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_owned();
-    }
-    let mut cut: String = text.chars().take(max.saturating_sub(1)).collect();
-    cut.push('…');
-    cut
-}
-
-/// One model call: who asked, what came back, what it cost.
-fn model_line(role: &str, exchange: &stepwise_core::model::ModelExchange) -> String {
-    use stepwise_core::model::ExchangeOutcome;
-    let attempt = if exchange.attempt > 1 {
-        format!(" (attempt {})", exchange.attempt)
-    } else {
-        String::new()
-    };
-    match &exchange.outcome {
-        ExchangeOutcome::Response { response } => format!(
-            "{role}: {} answered{attempt} in {} ms · {} in / {} out tokens",
-            exchange.model,
-            exchange.duration_ms,
-            response.usage.input_tokens,
-            response.usage.output_tokens
-        ),
-        ExchangeOutcome::Error { class, message, .. } => {
-            format!(
-                "{role}: {} failed{attempt} ({class}): {message}",
-                exchange.model
-            )
-        }
-    }
 }
 
 #[cfg(test)]
@@ -640,7 +441,7 @@ mod tests {
             json!({"kind": "run_failed", "error": "é".repeat(500)}),
         ));
         let out = String::from_utf8(progress.out).unwrap();
-        assert_eq!(out.trim_end().chars().count(), MAX_LINE);
+        assert_eq!(out.trim_end().chars().count(), event::MAX_LINE);
         assert!(out.trim_end().ends_with('…'));
     }
 }

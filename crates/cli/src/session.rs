@@ -1,10 +1,11 @@
-//! What `run` and `resume` share: the settings a run records so another
-//! process can rebuild it ([`Host`]), the engine built from them, the lease
-//! held while the run is worked on, live progress, and the output.
+//! What `run`, `resume`, `replay` and `bench` share: the settings a run
+//! records so another process can rebuild it ([`Host`]), the one
+//! [`EngineBuilder`] that wires roles, tools and strategy for all four, and
+//! the [`Session`] that holds a run's lease while it is worked on, with live
+//! progress.
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{Context, anyhow};
@@ -20,25 +21,18 @@ use stepwise_core::roles::{PlanRequest, Planner, Reply, ReviewDecision, Reviewer
 use stepwise_core::strategy::{Strategy, StrategyRegistry};
 use stepwise_core::{
     DraftPlan, Engine, EngineError, Goal, Lease, Plan, Roles, RunConfig, RunLease, RunState,
-    RunStatus, StepStatus, StoreSink, ToolRegistry,
+    StepStatus, StoreSink, ToolRegistry,
 };
 use stepwise_llm::roles::{Prompts, llm_roles};
 use stepwise_store::SqliteStore;
 use stepwise_tools::notes::{Corpus, LoadedCorpus};
 
-use crate::cli::{ApproveMode, OutputArgs};
+use crate::cli::ApproveMode;
 use crate::config::{Config, ModelChoice, Price};
 use crate::db::{self, LEASE_TTL_MS};
+use crate::error::UsageError;
 use crate::output;
 use crate::progress::{Mode, Progress};
-use crate::run_cmd::UsageError;
-
-/// Exit status of a run that stopped for review.
-pub(crate) const NEEDS_REVIEW: u8 = 3;
-/// Exit status of a run paused for an approval.
-pub(crate) const AWAITING_APPROVAL: u8 = 4;
-/// Exit status of a cancelled run.
-pub(crate) const CANCELLED: u8 = 5;
 
 /// Settings recorded with a run (in `run_started.host`), so a resume in
 /// another process rebuilds the same tools and roles.
@@ -272,20 +266,25 @@ pub(crate) fn load_corpus(dir: &Path, quiet: bool) -> anyhow::Result<Corpus> {
 pub(crate) fn load_notes(dir: &Path, quiet: bool) -> anyhow::Result<LoadedCorpus> {
     let loaded = Corpus::load(dir).map_err(|e| anyhow::Error::new(UsageError(anyhow!(e))))?;
     if !quiet {
-        for skipped in &loaded.skipped {
-            output::note(&format!(
-                "skipped {}: {}",
-                skipped.path.display(),
-                skipped.reason
-            ));
-        }
+        note_skipped(&loaded);
     }
     Ok(loaded)
 }
 
+/// Reports on stderr the files a load left out, and why.
+pub(crate) fn note_skipped(loaded: &LoadedCorpus) {
+    for skipped in &loaded.skipped {
+        output::note(&format!(
+            "skipped {}: {}",
+            skipped.path.display(),
+            skipped.reason
+        ));
+    }
+}
+
 /// The tools a run with these settings can call, by name.
 pub(crate) fn available_tools(host: &Host) -> Vec<String> {
-    crate::tools_cmd::builtin_specs()
+    crate::cmd::tools::builtin_specs()
         .into_iter()
         .map(|s| s.name)
         .filter(|name| needs(name, host).is_none())
@@ -300,6 +299,110 @@ pub(crate) fn needs(tool: &str, host: &Host) -> Option<&'static str> {
     .then_some("--workspace DIR")
 }
 
+/// Wires an engine: the roles over a loaded corpus (offline, or on a
+/// model), the notes tools (and `write_file` with a workspace), the
+/// strategy, approvals and bounds. The one place `run`, `resume`, `replay`
+/// and `bench` build their engine, so the four cannot drift apart; the
+/// caller adds the sinks (a run's store and progress, or none for a bench).
+pub(crate) struct EngineBuilder<'a> {
+    corpus: Arc<Corpus>,
+    strategy: Arc<dyn Strategy>,
+    model: Option<ModelChoice>,
+    host: Option<&'a Host>,
+    approve: ApproveMode,
+    replay_of: Option<&'a RunState>,
+}
+
+impl<'a> EngineBuilder<'a> {
+    /// `strategy` over `corpus`: the notes tools, the offline roles, the
+    /// default bounds, side-effect steps deferred to a person.
+    pub(crate) fn new(corpus: Arc<Corpus>, strategy: Arc<dyn Strategy>) -> Self {
+        EngineBuilder {
+            corpus,
+            strategy,
+            model: None,
+            host: None,
+            approve: ApproveMode::Never,
+            replay_of: None,
+        }
+    }
+
+    /// As a run's settings say: its strategy (an unknown one is a usage
+    /// error), workspace, given plan, review, prompts and concurrency.
+    pub(crate) fn for_host(host: &'a Host, corpus: Arc<Corpus>) -> anyhow::Result<Self> {
+        let mut builder = Self::new(corpus, strategy(&host.strategy)?);
+        builder.host = Some(host);
+        Ok(builder)
+    }
+
+    /// The model behind the roles and how its calls are retried (`None`:
+    /// the offline roles).
+    pub(crate) fn model(mut self, model: Option<ModelChoice>) -> Self {
+        self.model = model;
+        self
+    }
+
+    /// How side-effect steps (and, with review, plans) get approved.
+    pub(crate) fn approve(mut self, mode: ApproveMode) -> Self {
+        self.approve = mode;
+        self
+    }
+
+    /// A replay of `original`: side-effect tools answer with its recorded
+    /// outputs, and model retries do not wait (the answers are on record).
+    pub(crate) fn replay_of(mut self, original: &'a RunState) -> Self {
+        self.replay_of = Some(original);
+        self
+    }
+
+    /// The engine, without sinks.
+    pub(crate) fn build(self) -> anyhow::Result<Engine> {
+        let host = self.host;
+        let mut tools = ToolRegistry::new();
+        stepwise_tools::register_notes_tools(&mut tools, Arc::clone(&self.corpus));
+        if let Some(dir) = host.and_then(|h| h.workspace.as_ref()) {
+            let tool = stepwise_tools::WriteFile::new(dir).map_err(|e| {
+                anyhow::Error::new(UsageError(anyhow!(
+                    "cannot use workspace {}: {e}",
+                    dir.display()
+                )))
+            })?;
+            tools.register(tool);
+        }
+        let tools = match self.replay_of {
+            Some(original) => crate::cmd::replay::without_side_effects(slowed(tools), original),
+            None => slowed(tools),
+        };
+        let mut roles = roles(
+            self.model.as_ref(),
+            host.and_then(|h| h.prompts.as_deref()),
+            self.corpus,
+            self.replay_of.is_some(),
+        )?;
+        if let Some(plan) = host.and_then(|h| h.plan.as_ref()) {
+            roles.planner = Arc::new(GivenPlan(plan.clone()));
+        }
+        if host.is_some_and(|h| h.review) {
+            roles.reviewer = Arc::new(ReviewBy(self.approve));
+        }
+        let approver: Arc<dyn Approver> = match self.approve {
+            ApproveMode::Never => Arc::new(DeferToPerson),
+            ApproveMode::Auto => Arc::new(ApproveAll),
+            ApproveMode::Ask => Arc::new(Ask),
+        };
+        let mut config = RunConfig::default();
+        if let Some(host) = host {
+            config.concurrency = host.concurrency;
+            // A person's own plan is never altered without their say.
+            config.repair_first_draft = host.plan.is_none() || host.repair;
+        }
+        Ok(Engine::new(roles, tools, config)
+            .context("the built-in tools are misconfigured")?
+            .with_strategy(self.strategy)
+            .with_approver(approver))
+    }
+}
+
 /// A run being worked on: the engine and what it writes to.
 pub(crate) struct Session {
     pub(crate) engine: Engine,
@@ -309,17 +412,22 @@ pub(crate) struct Session {
 }
 
 impl Session {
-    /// Builds the engine for a run and takes its lease.
+    /// Builds the engine for a run over its loaded `corpus` (the model from
+    /// the run's settings, `stepwise.toml` and the environment) and takes
+    /// its lease.
     pub(crate) async fn open(
         store: Arc<SqliteStore>,
         run: &stepwise_core::RunId,
         host: &Host,
+        corpus: Arc<Corpus>,
         approve: ApproveMode,
-        quiet: bool,
     ) -> anyhow::Result<Session> {
         let cwd = std::env::current_dir().context("cannot read the current directory")?;
         let model = Config::load(&cwd)?.model(&host.model, &cwd)?;
-        Self::build(store, run, host, approve, quiet, model, None).await
+        let engine = EngineBuilder::for_host(host, corpus)?
+            .model(model)
+            .approve(approve);
+        Self::build(store, run, engine).await
     }
 
     /// Builds the engine for a replay: the recorded model, recorded side effects.
@@ -327,9 +435,9 @@ impl Session {
         store: Arc<SqliteStore>,
         run: &stepwise_core::RunId,
         host: &Host,
+        corpus: Arc<Corpus>,
         model: Arc<stepwise_llm::replay::ReplayModel>,
         original: &RunState,
-        quiet: bool,
     ) -> anyhow::Result<Session> {
         // Retried as a run here would be, so the recorded attempts line up.
         let cwd = std::env::current_dir().context("cannot read the current directory")?;
@@ -338,73 +446,24 @@ impl Session {
             model: model as Arc<dyn ChatModel>,
             policy,
         });
-        Self::build(
-            store,
-            run,
-            host,
-            ApproveMode::Auto,
-            quiet,
-            model,
-            Some(original),
-        )
-        .await
+        let engine = EngineBuilder::for_host(host, corpus)?
+            .model(model)
+            .approve(ApproveMode::Auto)
+            .replay_of(original);
+        Self::build(store, run, engine).await
     }
 
+    /// Takes the run's lease, then builds the engine writing to the store
+    /// (fenced by the lease) and to the progress display.
     async fn build(
         store: Arc<SqliteStore>,
         run: &stepwise_core::RunId,
-        host: &Host,
-        approve: ApproveMode,
-        quiet: bool,
-        model: Option<ModelChoice>,
-        replay_of: Option<&RunState>,
+        engine: EngineBuilder<'_>,
     ) -> anyhow::Result<Session> {
-        let strategy = strategy(&host.strategy)?;
         let lease = db::take_lease(store.as_ref(), run).await?;
-        let corpus = Arc::new(load_corpus(&host.notes, quiet)?);
-        let mut tools = ToolRegistry::new();
-        stepwise_tools::register_notes_tools(&mut tools, Arc::clone(&corpus));
-        if let Some(dir) = &host.workspace {
-            let tool = stepwise_tools::WriteFile::new(dir).map_err(|e| {
-                anyhow::Error::new(UsageError(anyhow!(
-                    "cannot use workspace {}: {e}",
-                    dir.display()
-                )))
-            })?;
-            tools.register(tool);
-        }
-        let tools = match replay_of {
-            Some(original) => crate::replay_cmd::without_side_effects(slowed(tools), original),
-            None => slowed(tools),
-        };
-        let mut roles = roles(
-            model.as_ref(),
-            host.prompts.as_deref(),
-            corpus,
-            replay_of.is_some(),
-        )?;
-        if let Some(plan) = &host.plan {
-            roles.planner = Arc::new(GivenPlan(plan.clone()));
-        }
-        if host.review {
-            roles.reviewer = Arc::new(ReviewBy(approve));
-        }
-        let approver: Arc<dyn Approver> = match approve {
-            ApproveMode::Never => Arc::new(DeferToPerson),
-            ApproveMode::Auto => Arc::new(ApproveAll),
-            ApproveMode::Ask => Arc::new(Ask),
-        };
         let (tx, events) = tokio::sync::mpsc::unbounded_channel();
-        let config = RunConfig {
-            concurrency: host.concurrency,
-            // A person's own plan is never altered without their say.
-            repair_first_draft: host.plan.is_none() || host.repair,
-            ..RunConfig::default()
-        };
-        let engine = Engine::new(roles, tools, config)
-            .context("the built-in tools are misconfigured")?
-            .with_strategy(strategy)
-            .with_approver(approver)
+        let engine = engine
+            .build()?
             .with_idempotency_log(Arc::clone(&store) as _)
             .with_sink(Arc::new(StoreSink::new(
                 Arc::clone(&store) as _,
@@ -471,210 +530,4 @@ pub(crate) fn price(state: &RunState) -> Option<(String, Price)> {
     let cwd = std::env::current_dir().ok()?;
     let price = Config::load(&cwd).ok()?.price(&host.model)?;
     Some((host.model, price))
-}
-
-/// What the run's model calls cost, if `stepwise.toml` has a price for the model.
-fn cost(state: &RunState) -> Option<(String, f64)> {
-    price(state).map(|(model, price)| (model, price.cost(&state.usage)))
-}
-
-/// Prints the run's output and maps its status to the exit code.
-pub(crate) fn finish(state: &RunState, out: &OutputArgs) -> anyhow::Result<ExitCode> {
-    finish_with(state, out, None)
-}
-
-/// [`finish`], with `hint` instead of the usual note on what to do next.
-pub(crate) fn finish_with(
-    state: &RunState,
-    out: &OutputArgs,
-    hint: Option<&str>,
-) -> anyhow::Result<ExitCode> {
-    let cost = cost(state);
-    let text = if out.json {
-        let mut value =
-            serde_json::to_value(state.final_output()).context("cannot encode the output")?;
-        if let (Some((model, usd)), Value::Object(map)) = (&cost, &mut value) {
-            map.insert(
-                "cost".to_owned(),
-                serde_json::json!({"model": model, "usd": usd}),
-            );
-        }
-        crate::runs_cmd::price_usage_breakdown(&mut value, price(state).map(|(_, p)| p));
-        let mut json = serde_json::to_string_pretty(&value).context("cannot encode the output")?;
-        json.push('\n');
-        json
-    } else {
-        markdown(state)
-    };
-    if let (Some((model, usd)), false) = (&cost, out.quiet) {
-        let u = &state.usage;
-        output::note(&format!(
-            "{model}: {} calls, {} in / {} out tokens, ${usd:.4}",
-            u.llm_calls, u.input_tokens, u.output_tokens
-        ));
-    }
-    if !out.quiet {
-        let host = Host::of(state).ok();
-        let repaired = crate::review::repairs(state, host.as_ref());
-        if !repaired.is_empty() {
-            output::note(&format!(
-                "--repair changed your plan: {}",
-                repaired.join("; ")
-            ));
-        }
-    }
-    match &out.out {
-        Some(path) => {
-            std::fs::write(path, &text)
-                .with_context(|| format!("cannot write {}", path.display()))?;
-            if !out.quiet {
-                output::note(&format!("wrote {}", path.display()));
-            }
-        }
-        None => output::stdout(&text)?,
-    }
-    let run = &state.run_id;
-    Ok(match state.status {
-        RunStatus::Ok => ExitCode::SUCCESS,
-        RunStatus::NeedsReview => {
-            if !out.quiet {
-                output::note(&hint.map_or_else(
-                    || {
-                        format!(
-                            "run {run} needs review; see `stepwise show {run}`, then, once something changed (--max-replans, --max-steps, the notes), `stepwise resume {run}`"
-                        )
-                    },
-                    str::to_owned,
-                ));
-            }
-            ExitCode::from(NEEDS_REVIEW)
-        }
-        RunStatus::AwaitingApproval => {
-            if !out.quiet {
-                output::note(&format!(
-                    "run {run} waits for approval: `stepwise approve {run}`, then `stepwise resume {run}`"
-                ));
-            }
-            ExitCode::from(AWAITING_APPROVAL)
-        }
-        RunStatus::Cancelled => ExitCode::from(CANCELLED),
-        RunStatus::Failed | RunStatus::Running => {
-            if let Some(reason) = &state.blocked_reason {
-                output::error(&anyhow!("{reason}"));
-            }
-            ExitCode::FAILURE
-        }
-    })
-}
-
-/// The Markdown for stdout: the report when the run is `ok`; when it needs
-/// review, why, then its partial brief (what it found, cited, with its
-/// gaps) and its plan problems with their fixes; otherwise a summary of why
-/// it stopped, what ran and which gaps are open — never a report it did not
-/// earn. A plan the user gave and `--repair` changed says how.
-pub(crate) fn markdown(state: &RunState) -> String {
-    let host = Host::of(state).ok();
-    let mut text = body(state, host.as_ref());
-    let repaired = crate::review::repairs(state, host.as_ref());
-    if !repaired.is_empty() {
-        text.push_str("\n## Your plan, as repaired (--repair)\n\n");
-        for change in repaired {
-            text.push_str(&format!("- {change}\n"));
-        }
-    }
-    text
-}
-
-fn body(state: &RunState, host: Option<&Host>) -> String {
-    if let (RunStatus::Ok, Some(report)) = (state.status, &state.final_report) {
-        let mut text = report.clone();
-        if !text.ends_with('\n') {
-            text.push('\n');
-        }
-        return text;
-    }
-    let title = match state.status {
-        RunStatus::NeedsReview => "Needs review",
-        RunStatus::AwaitingApproval => "Awaiting approval",
-        RunStatus::Cancelled => "Cancelled",
-        _ => "Run failed",
-    };
-    let goal = if state.goal.is_empty() {
-        state.input.trim()
-    } else {
-        state.goal.as_str()
-    };
-    let mut text = format!("# {title}: {goal}\n\n");
-    if let Some(reason) = &state.blocked_reason {
-        text.push_str(&format!("**Why:** {reason}\n"));
-    }
-    let brief = state
-        .final_report
-        .as_deref()
-        .filter(|_| state.status == RunStatus::NeedsReview);
-    if let Some(brief) = brief {
-        // The brief's own title is the goal, already in the heading.
-        let mut lines = brief.lines().peekable();
-        while lines.peek().is_some_and(|l| l.trim().is_empty()) {
-            lines.next();
-        }
-        if lines.peek().is_some_and(|l| l.starts_with("# ")) {
-            lines.next();
-        }
-        let rest: Vec<&str> = lines.collect();
-        text.push_str("\n_Partial brief: what the run found before it stopped._\n\n");
-        text.push_str(rest.join("\n").trim());
-        text.push('\n');
-    }
-    if !state.pending_approvals.is_empty() || state.pending_review.is_some() {
-        text.push_str("\n## Waiting for approval\n\n");
-        if let Some(v) = state.pending_review {
-            text.push_str(&format!("- plan version {v}\n"));
-        }
-        for step in state.pending_approvals.keys() {
-            let tool = state.plan.step(step).map_or("?", |s| s.tool.as_str());
-            text.push_str(&format!("- step {step} ({tool})\n"));
-        }
-        text.push_str(&format!(
-            "\nApprove with `stepwise approve {0}`, then continue with `stepwise resume {0}`.\n",
-            state.run_id
-        ));
-    }
-    if brief.is_none() && !state.plan.steps.is_empty() {
-        text.push_str(&format!("\n## Plan (version {})\n\n", state.plan.version));
-        for s in &state.plan.steps {
-            let mark = if s.status == StepStatus::Succeeded {
-                "x"
-            } else {
-                " "
-            };
-            text.push_str(&format!(
-                "- [{mark}] {} ({}, {}): {}\n",
-                s.id, s.tool, s.status, s.description
-            ));
-        }
-    }
-    if !state.plan_errors.is_empty() {
-        text.push_str("\n## Plan problems\n\n");
-        for d in &state.plan_errors {
-            let fix = crate::review::fix(d, state, host);
-            text.push_str(&format!("- {d}\n  fix: {fix}\n"));
-        }
-        if host.is_some_and(|h| h.plan.is_some() && !h.repair) {
-            text.push_str(
-                "\nYour plan (--plan) was not changed. Fix it and run again, or add --repair to let stepwise repair it (the output then says what it changed).\n",
-            );
-        }
-    }
-    if brief.is_none() {
-        text.push_str("\n## Unresolved gaps\n\n");
-        if state.knowledge_gaps.is_empty() {
-            text.push_str("None recorded.\n");
-        } else {
-            for gap in &state.knowledge_gaps {
-                text.push_str(&format!("- {gap}\n"));
-            }
-        }
-    }
-    text
 }

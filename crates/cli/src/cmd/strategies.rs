@@ -1,6 +1,5 @@
 //! `stepwise strategies`: the strategies `run --strategy` and `bench` accept.
 
-use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Context;
@@ -8,7 +7,9 @@ use serde::Serialize;
 use stepwise_core::strategy::{DEFAULT_STRATEGY, Strategy, StrategyRegistry};
 
 use crate::cli::StrategiesArgs;
+use crate::error::CliResult;
 use crate::output;
+use crate::render::table::Table;
 
 /// The built-in strategies in reading order: the default graph, its two
 /// variants along seed 002's replanning axis, the two ReAct loops along the
@@ -43,7 +44,7 @@ struct Entry<'a> {
 }
 
 /// Lists the strategies: a table, or JSON.
-pub(crate) fn list(args: &StrategiesArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn list(args: &StrategiesArgs) -> CliResult {
     let strategies = builtin();
     let entries: Vec<Entry<'_>> = strategies
         .iter()
@@ -62,28 +63,20 @@ pub(crate) fn list(args: &StrategiesArgs) -> anyhow::Result<ExitCode> {
         table(&entries)
     };
     output::stdout(&text)?;
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 fn table(entries: &[Entry<'_>]) -> String {
-    let label = |e: &Entry<'_>| {
-        if e.default {
+    let mut table = Table::new(&["NAME", "DESCRIPTION"]);
+    for e in entries {
+        let name = if e.default {
             format!("{} (default)", e.name)
         } else {
             e.name.to_owned()
-        }
-    };
-    let width = entries
-        .iter()
-        .map(|e| label(e).chars().count())
-        .max()
-        .unwrap_or(0)
-        .max("NAME".len());
-    let mut text = format!("{:width$}  DESCRIPTION\n", "NAME");
-    for e in entries {
-        text.push_str(&format!("{:width$}  {}\n", label(e), e.description));
+        };
+        table.row([name, e.description.to_owned()]);
     }
-    text
+    table.render()
 }
 
 #[cfg(test)]

@@ -5,10 +5,9 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::process::ExitCode;
 use std::sync::Arc;
 
-use anyhow::anyhow;
+use anyhow::{Context, anyhow};
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use stepwise_core::{
@@ -19,8 +18,9 @@ use stepwise_store::SqliteStore;
 
 use crate::cli::ReplayArgs;
 use crate::db;
+use crate::error::{CliError, CliResult, ErrorKind};
 use crate::output;
-use crate::session::{Host, Session};
+use crate::session::{self, Host, Session};
 
 /// A side-effect tool during a replay: answers with the recorded output.
 struct Recorded {
@@ -83,11 +83,13 @@ fn outcome(state: &RunState) -> Value {
     })
 }
 
-pub(crate) fn replay(args: &ReplayArgs, db_flag: Option<&PathBuf>) -> anyhow::Result<ExitCode> {
+/// `stepwise replay RUN`: exit 0 when the replay reaches the same output, 1 when it diverged.
+pub(crate) fn replay(args: &ReplayArgs, db_flag: Option<&PathBuf>) -> CliResult {
     let store = db::open(db_flag)?;
     let (original, replayed, calls) = db::block_on(async {
         let original = db::load(&store, &args.run).await?;
         let host = Host::of(&original)?;
+        let corpus = Arc::new(session::load_notes(&host.notes, args.quiet)?.corpus);
         let model = Arc::new(ReplayModel::from_run(&original));
         let scratch = Arc::new(SqliteStore::in_memory().map_err(|e| anyhow!(e))?);
         let run_id = RunId(format!("replay_{}", original.run_id));
@@ -95,9 +97,9 @@ pub(crate) fn replay(args: &ReplayArgs, db_flag: Option<&PathBuf>) -> anyhow::Re
             scratch,
             &run_id,
             &host,
+            corpus,
             Arc::clone(&model),
             &original,
-            args.quiet,
         )
         .await?;
         let constraints = original.constraints.clone();
@@ -122,7 +124,8 @@ pub(crate) fn replay(args: &ReplayArgs, db_flag: Option<&PathBuf>) -> anyhow::Re
             "replay": outcome(&replayed),
             "divergence": (!same).then(|| replayed.blocked_reason.clone()).flatten(),
         });
-        format!("{}\n", serde_json::to_string_pretty(&report)?)
+        let json = serde_json::to_string_pretty(&report).context("cannot encode the comparison")?;
+        format!("{json}\n")
     } else if same {
         format!(
             "replay of {}: identical output ({} of {} recorded model calls played back, 0 network calls)\n",
@@ -136,9 +139,10 @@ pub(crate) fn replay(args: &ReplayArgs, db_flag: Option<&PathBuf>) -> anyhow::Re
         format!("replay of {} diverged: {why}\n", original.run_id)
     };
     output::stdout(&text)?;
-    Ok(if same {
-        ExitCode::SUCCESS
+    if same {
+        Ok(())
     } else {
-        ExitCode::FAILURE
-    })
+        // The text above says how it diverged.
+        Err(CliError::quiet(ErrorKind::Failed))
+    }
 }

@@ -1,32 +1,33 @@
-//! `stepwise plan validate` and `stepwise plan schema`.
+//! `stepwise plan validate` and `stepwise plan schema`: check a plan file
+//! the way `stepwise run --plan` would, and print the format it must have.
 
-use std::process::ExitCode;
-
-use anyhow::anyhow;
+use anyhow::{Context, anyhow};
 use stepwise_core::plan::plan_json_schema;
 use stepwise_core::plan::validate::validate as validate_plan;
 use stepwise_core::{Constraints, Diagnostic, Limits, ToolCatalog};
 
 use crate::cli::ValidateArgs;
+use crate::error::{CliError, CliResult, ErrorKind};
 use crate::input;
-use crate::output::{self, plural};
+use crate::output;
+use crate::render::plural;
 
-/// Exit status of a plan that was read but is not valid.
-const INVALID: u8 = 1;
-
-/// Validates a plan file; exit 0 valid, 1 invalid, errors (exit 2) as `Err`.
-pub(crate) fn validate(args: &ValidateArgs) -> anyhow::Result<ExitCode> {
-    let plan = input::read_json(&args.file)?;
+/// Validates a plan file: exit 0 valid, 1 invalid (every problem printed),
+/// 2 when the plan, tools or constraints cannot be read.
+pub(crate) fn validate(args: &ValidateArgs) -> CliResult {
+    let plan = input::read_json(&args.file).map_err(CliError::usage)?;
     let specs = match &args.tools {
-        Some(path) => input::read_tools(path)?,
-        None => crate::tools_cmd::builtin_specs(),
+        Some(path) => input::read_tools(path).map_err(CliError::usage)?,
+        None => crate::cmd::tools::builtin_specs(),
     };
-    let catalog = ToolCatalog::new(specs).map_err(|e| match &args.tools {
-        Some(path) => anyhow!("{} is not a valid tools file: {e}", path.display()),
-        None => anyhow!("the built-in tools are broken: {e}"),
+    let catalog = ToolCatalog::new(specs).map_err(|e| {
+        CliError::usage(match &args.tools {
+            Some(path) => anyhow!("{} is not a valid tools file: {e}", path.display()),
+            None => anyhow!("the built-in tools are broken: {e}"),
+        })
     })?;
     let constraints = match &args.constraints {
-        Some(arg) => input::read_constraints(arg)?,
+        Some(arg) => input::read_constraints(arg).map_err(CliError::usage)?,
         None => Constraints::default(),
     };
     // The same bound `stepwise run` applies, so a plan that validates here runs there.
@@ -53,15 +54,19 @@ pub(crate) fn validate(args: &ValidateArgs) -> anyhow::Result<ExitCode> {
             ),
             true,
         ),
-        Err(diags) if args.json => (format!("{}\n", serde_json::to_string_pretty(diags)?), false),
+        Err(diags) if args.json => {
+            let json = serde_json::to_string_pretty(diags).context("cannot encode the problems")?;
+            (format!("{json}\n"), false)
+        }
         Err(diags) => (human(&plan.name, diags), false),
     };
     output::stdout(&text)?;
-    Ok(if valid {
-        ExitCode::SUCCESS
+    if valid {
+        Ok(())
     } else {
-        ExitCode::from(INVALID)
-    })
+        // Read, and found wanting: the problems are the output.
+        Err(CliError::quiet(ErrorKind::Failed))
+    }
 }
 
 /// One line per diagnostic, `FILE#/json/pointer: [code] step id: message`,
@@ -83,8 +88,9 @@ fn human(name: &str, diagnostics: &[Diagnostic]) -> String {
 }
 
 /// Prints the plan JSON Schema.
-pub(crate) fn schema() -> anyhow::Result<ExitCode> {
-    let text = serde_json::to_string_pretty(&plan_json_schema())?;
+pub(crate) fn schema() -> CliResult {
+    let text =
+        serde_json::to_string_pretty(&plan_json_schema()).context("cannot encode the schema")?;
     output::stdout(&format!("{text}\n"))?;
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }

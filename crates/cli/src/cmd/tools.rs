@@ -1,11 +1,12 @@
-//! `stepwise tools`: the built-in tools.
+//! `stepwise tools`: the built-in tools, as a table or their specs as JSON.
 
-use std::process::ExitCode;
-
+use anyhow::Context;
 use stepwise_core::ToolSpec;
 
 use crate::cli::ToolsArgs;
+use crate::error::CliResult;
 use crate::output;
+use crate::render::table::Table;
 
 /// The built-in tools' specs, sorted by name.
 pub(crate) fn builtin_specs() -> Vec<ToolSpec> {
@@ -15,28 +16,23 @@ pub(crate) fn builtin_specs() -> Vec<ToolSpec> {
 }
 
 /// Lists the built-in tools: a table, or their specs as JSON.
-pub(crate) fn list(args: &ToolsArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn list(args: &ToolsArgs) -> CliResult {
     let specs = builtin_specs();
     let text = if args.json {
-        format!("{}\n", serde_json::to_string_pretty(&specs)?)
+        let json = serde_json::to_string_pretty(&specs).context("cannot encode the tools")?;
+        format!("{json}\n")
     } else {
         table(&specs)
     };
     output::stdout(&text)?;
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 fn table(specs: &[ToolSpec]) -> String {
     if specs.is_empty() {
         return "no built-in tools\n".to_owned();
     }
-    let width = specs
-        .iter()
-        .map(|s| s.name.chars().count())
-        .max()
-        .unwrap_or(0)
-        .max("NAME".len());
-    let mut text = format!("{:width$}  {:11}  DESCRIPTION\n", "NAME", "EFFECT");
+    let mut table = Table::new(&["NAME", "EFFECT", "DESCRIPTION"]);
     for spec in specs {
         let effect = if spec.side_effect {
             "side effect"
@@ -44,12 +40,9 @@ fn table(specs: &[ToolSpec]) -> String {
             "read-only"
         };
         let description = spec.description.lines().next().unwrap_or_default().trim();
-        text.push_str(&format!(
-            "{:width$}  {effect:11}  {description}\n",
-            spec.name
-        ));
+        table.row([spec.name.as_str(), effect, description]);
     }
-    text
+    table.render()
 }
 
 #[cfg(test)]

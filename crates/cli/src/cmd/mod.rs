@@ -1,0 +1,17 @@
+//! One module per subcommand, each a thin layer: read the arguments, call
+//! the engine or the store, print through [`crate::render`], and return a
+//! [`CliResult`](crate::error::CliResult) whose kind is the exit code.
+
+mod act;
+pub(crate) mod approve;
+pub(crate) mod bench;
+pub(crate) mod cancel;
+pub(crate) mod plan;
+pub(crate) mod reject;
+pub(crate) mod replay;
+pub(crate) mod resume;
+pub(crate) mod run;
+pub(crate) mod runs;
+pub(crate) mod show;
+pub(crate) mod strategies;
+pub(crate) mod tools;

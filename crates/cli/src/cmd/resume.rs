@@ -1,0 +1,108 @@
+//! `stepwise resume RUN`: continue a run after a crash, or from a
+//! breakpoint once a person has acted (approved, rejected, raised a bound,
+//! changed the notes).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::anyhow;
+use serde_json::Value;
+use stepwise_core::engine::{ResumeOptions, what_changed};
+use stepwise_core::{RunState, RunStatus};
+use stepwise_tools::notes::LoadedCorpus;
+
+use super::run::finish;
+use crate::cli::ResumeArgs;
+use crate::db;
+use crate::error::{CliError, CliResult};
+use crate::session::{self, Host, Session};
+
+/// What changed outside the log since a run stopped for review (its notes),
+/// and the settings to record if it goes on.
+fn host_changes(state: &RunState, host: &Host, loaded: &LoadedCorpus) -> (Vec<String>, Value) {
+    let now = loaded.fingerprint();
+    let mut changed = Vec::new();
+    // A run recorded without a fingerprint cannot tell: only a known
+    // difference counts as a change.
+    if host
+        .notes_fingerprint
+        .as_ref()
+        .is_some_and(|was| *was != now)
+    {
+        changed.push(format!(
+            "the notes in {} changed ({} notes now)",
+            host.notes.display(),
+            loaded.corpus.len()
+        ));
+    }
+    let mut value = state.host.clone();
+    if let Value::Object(map) = &mut value {
+        map.insert("notes_fingerprint".to_owned(), Value::String(now));
+    }
+    (changed, value)
+}
+
+/// How a resume ended: it ran on, or it would only have repeated itself.
+enum Resumed {
+    Ran(RunState),
+    Unchanged { state: RunState, hint: String },
+}
+
+/// `stepwise resume RUN`.
+pub(crate) fn resume(args: &ResumeArgs, db_flag: Option<&PathBuf>) -> CliResult {
+    let store = db::open(db_flag)?;
+    let resumed = db::block_on(async {
+        let state = db::load(&store, &args.run).await?;
+        if matches!(
+            state.status,
+            RunStatus::Ok | RunStatus::Failed | RunStatus::Cancelled
+        ) {
+            return Err(CliError::failed(anyhow!(
+                "run {} already ended ({}); there is nothing to resume",
+                args.run,
+                state.status.as_str()
+            )));
+        }
+        let host = Host::of(&state)?;
+        // Loaded once: compared with the fingerprint on record, then handed
+        // to the engine (what it skipped is said only if the run goes on).
+        let loaded = session::load_notes(&host.notes, true)?;
+        // Only a run stopped for review needs a reason to go on; a crashed or
+        // paused one resumes as it is.
+        let (changed, new_host) = if state.status == RunStatus::NeedsReview {
+            host_changes(&state, &host, &loaded)
+        } else {
+            (Vec::new(), Value::Null)
+        };
+        let options = ResumeOptions {
+            by: db::person(),
+            max_replans: args.max_replans,
+            max_steps: args.max_steps,
+            changed,
+            host: new_host,
+        };
+        if state.status == RunStatus::NeedsReview && what_changed(&state, &options).is_empty() {
+            // Resumed unchanged it would only repeat itself: record nothing.
+            let hint = crate::review::unchanged_hint(&state, Some(&host));
+            return Ok(Resumed::Unchanged { state, hint });
+        }
+        if !args.output.quiet {
+            session::note_skipped(&loaded);
+        }
+        let corpus = Arc::new(loaded.corpus);
+        let session = Session::open(store, &state.run_id, &host, corpus, args.approve).await?;
+        // Load again under the lease: the log may have grown since.
+        let state = db::load(&session.store, &args.run).await?;
+        let so_far = state.clone();
+        let state = session
+            .drive(args.output.quiet, Some(so_far), |engine| async move {
+                engine.resume(state, options).await
+            })
+            .await?;
+        Ok(Resumed::Ran(state))
+    })??;
+    match resumed {
+        Resumed::Ran(state) => finish(&state, &args.output, None),
+        Resumed::Unchanged { state, hint } => finish(&state, &args.output, Some(&hint)),
+    }
+}

@@ -1,0 +1,178 @@
+//! `stepwise run`: a goal and a notes folder in, a cited brief out — on the
+//! offline roles or a model, recorded in the run database, with live
+//! progress on stderr. The run's status is its exit code (see `--help`).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context, anyhow};
+use stepwise_core::{Constraints, RunId, RunState, RunStatus};
+
+use crate::cli::{OutputArgs, RunArgs};
+use crate::config::Config;
+use crate::db;
+use crate::error::{CliError, CliResult, ErrorKind, usage};
+use crate::input::{read_constraints, read_json};
+use crate::output;
+use crate::render::{brief, usage::priced_output};
+use crate::session::{self, Host, Session, price};
+
+/// `path` made absolute, so a resume from another directory finds it.
+fn absolute(path: &Path) -> anyhow::Result<PathBuf> {
+    std::path::absolute(path).map_err(|e| usage(anyhow!("cannot resolve {}: {e}", path.display())))
+}
+
+/// `stepwise run GOAL --notes DIR`.
+pub(crate) fn run(args: &RunArgs, db_flag: Option<&PathBuf>) -> CliResult {
+    let mut constraints = match &args.constraints {
+        Some(arg) => read_constraints(arg).map_err(CliError::usage)?,
+        None => Constraints::default(),
+    };
+    if let Some(n) = args.max_steps {
+        constraints.max_steps = Some(n);
+    }
+    if let Some(n) = args.max_replans {
+        constraints.max_replans = Some(n);
+    }
+    let plan = match &args.plan {
+        Some(path) => Some(read_json(path).map_err(CliError::usage)?.value),
+        None => None,
+    };
+    let cwd = std::env::current_dir()
+        .map_err(|e| CliError::usage(anyhow!("cannot read the current directory: {e}")))?;
+    let config = Config::load(&cwd)?;
+    let mut model = config.model_spec(args.model.as_deref());
+    if let Some(file) = model.strip_prefix("script:") {
+        // Recorded absolute, so a resume from another directory finds it.
+        model = format!("script:{}", absolute(Path::new(file))?.display());
+    }
+    // Fail on a bad model spec or a missing key before anything is recorded.
+    config.model(&model, &cwd)?;
+    let mut host = Host {
+        model,
+        prompts: args.prompts.as_deref().map(absolute).transpose()?,
+        notes: absolute(&args.notes)?,
+        workspace: args.workspace.as_deref().map(absolute).transpose()?,
+        concurrency: args.concurrency,
+        plan,
+        review: args.review,
+        repair: args.repair,
+        notes_fingerprint: None,
+        strategy: args.strategy.clone(),
+    };
+    check_allowed_tools(&constraints, &host)?;
+    // The notes are loaded once, here, before anything is created in the
+    // database: checked, fingerprinted for a later resume, and handed to
+    // the engine.
+    let loaded = session::load_notes(&host.notes, args.output.quiet)?;
+    host.notes_fingerprint = Some(loaded.fingerprint());
+    let corpus = Arc::new(loaded.corpus);
+    let store = db::open(db_flag)?;
+    let run_id = args.run_id.clone().map_or_else(RunId::generate, RunId);
+    let host_json = serde_json::to_value(&host).context("cannot encode the run's settings")?;
+    let state = db::block_on(async {
+        let session = Session::open(store, &run_id, &host, corpus, args.approve).await?;
+        session
+            .drive(args.output.quiet, None, |engine| async move {
+                engine
+                    .start(run_id.clone(), &args.goal, constraints, host_json)
+                    .await
+            })
+            .await
+    })??;
+    finish(&state, &args.output, None)
+}
+
+/// `allowed_tools` may name only tools the run can call: an unknown name
+/// would otherwise leave the planner with nothing to use, unexplained.
+fn check_allowed_tools(constraints: &Constraints, host: &Host) -> CliResult {
+    let Some(allowed) = &constraints.allowed_tools else {
+        return Ok(());
+    };
+    let available = session::available_tools(host);
+    let problems: Vec<String> = allowed
+        .iter()
+        .filter(|tool| !available.contains(tool))
+        .map(|tool| match session::needs(tool, host) {
+            Some(flag) => format!("{tool} needs {flag}"),
+            None => format!("there is no tool named {tool:?}"),
+        })
+        .collect();
+    if problems.is_empty() {
+        return Ok(());
+    }
+    Err(CliError::usage(anyhow!(
+        "allowed_tools names tools the run cannot use: {}; the available tools are {}",
+        problems.join("; "),
+        available.join(", ")
+    )))
+}
+
+/// Prints a run's output (`run` and `resume`), and returns its status as
+/// the exit code. `hint` replaces the usual note on what to do next.
+pub(crate) fn finish(state: &RunState, out: &OutputArgs, hint: Option<&str>) -> CliResult {
+    let text = if out.json {
+        let mut json = serde_json::to_string_pretty(&priced_output(state)?)
+            .context("cannot encode the output")?;
+        json.push('\n');
+        json
+    } else {
+        brief::markdown(state)
+    };
+    if !out.quiet {
+        if let Some((model, price)) = price(state) {
+            let u = &state.usage;
+            output::note(&format!(
+                "{model}: {} calls, {} in / {} out tokens, ${:.4}",
+                u.llm_calls,
+                u.input_tokens,
+                u.output_tokens,
+                price.cost(u)
+            ));
+        }
+        let host = Host::of(state).ok();
+        let repaired = crate::review::repairs(state, host.as_ref());
+        if !repaired.is_empty() {
+            output::note(&format!(
+                "--repair changed your plan: {}",
+                repaired.join("; ")
+            ));
+        }
+    }
+    match &out.out {
+        Some(path) => {
+            std::fs::write(path, &text)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            if !out.quiet {
+                output::note(&format!("wrote {}", path.display()));
+            }
+        }
+        None => output::stdout(&text)?,
+    }
+    let run = &state.run_id;
+    if !out.quiet {
+        match state.status {
+            RunStatus::NeedsReview => output::note(&hint.map_or_else(
+                || {
+                    format!(
+                        "run {run} needs review; see `stepwise show {run}`, then, once something changed (--max-replans, --max-steps, the notes), `stepwise resume {run}`"
+                    )
+                },
+                str::to_owned,
+            )),
+            RunStatus::AwaitingApproval => output::note(&format!(
+                "run {run} waits for approval: `stepwise approve {run}`, then `stepwise resume {run}`"
+            )),
+            _ => {}
+        }
+    }
+    match ErrorKind::of_status(state.status) {
+        None => Ok(()),
+        // Why it failed is worth an `error:` line; the other stops were said above.
+        Some(ErrorKind::Failed) => Err(match &state.blocked_reason {
+            Some(reason) => CliError::failed(anyhow!("{reason}")),
+            None => CliError::quiet(ErrorKind::Failed),
+        }),
+        Some(kind) => Err(CliError::quiet(kind)),
+    }
+}

@@ -1,0 +1,61 @@
+//! `stepwise runs`: every run in the database, newest first. Only reads;
+//! never creates a database that does not exist yet.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use stepwise_core::{RunSummary, Store};
+
+use crate::cli::RunsArgs;
+use crate::db;
+use crate::error::CliResult;
+use crate::output;
+use crate::render::clip;
+use crate::render::table::Table;
+
+/// Longest goal `stepwise runs` prints, in characters.
+const GOAL_WIDTH: usize = 60;
+
+/// `stepwise runs [--json]`.
+pub(crate) fn runs(args: &RunsArgs, flag: Option<&PathBuf>) -> CliResult {
+    let summaries = match db::open_existing(flag)? {
+        Some(store) => db::block_on(store.list_runs())?.context("cannot list the runs")?,
+        None => Vec::new(),
+    };
+    if args.json {
+        let mut json =
+            serde_json::to_string_pretty(&summaries).context("cannot encode the runs")?;
+        json.push('\n');
+        output::stdout(&json)?;
+    } else if summaries.is_empty() {
+        output::stdout(&format!("no runs yet in {}\n", db::path(flag).display()))?;
+    } else {
+        output::stdout(&runs_table(&summaries))?;
+    }
+    Ok(())
+}
+
+/// The table of `stepwise runs`.
+fn runs_table(summaries: &[RunSummary]) -> String {
+    let mut table = Table::new(&[
+        "RUN",
+        "STATUS",
+        "STARTED (UTC)",
+        "STEPS",
+        "REPLANS",
+        "TOKENS",
+        "GOAL",
+    ]);
+    for s in summaries {
+        table.row([
+            s.run_id.to_string(),
+            s.status.as_str().to_owned(),
+            s.started_at.format("%Y-%m-%d %H:%M").to_string(),
+            format!("{}/{}", s.steps_done, s.steps_total),
+            s.replans.to_string(),
+            s.tokens.to_string(),
+            clip(&s.goal, GOAL_WIDTH),
+        ]);
+    }
+    table.render()
+}
