@@ -5,6 +5,9 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 use stepwise_core::strategy::{DEFAULT_STRATEGY, StrategyRegistry};
 
+use crate::error::ErrorKind::{AwaitingApproval, Cancelled, Failed, NeedsReview, Usage};
+use crate::error::{exit_codes, exit_codes_help};
+
 /// Stepwise: a plan-and-execute runtime for LLM agents.
 ///
 /// Stepwise turns a goal into a validated plan of tool-call steps, runs it
@@ -14,7 +17,7 @@ use stepwise_core::strategy::{DEFAULT_STRATEGY, StrategyRegistry};
 /// watched, approved, resumed after a crash, compared with other strategies
 /// and replayed offline.
 #[derive(Debug, Parser)]
-#[command(name = "stepwise", version, after_help = crate::error::exit_codes_help())]
+#[command(name = "stepwise", version, after_help = exit_codes_help())]
 pub(crate) struct Cli {
     /// The run database (SQLite). Default: $XDG_DATA_HOME/stepwise/stepwise.db
     /// (~/.local/share/stepwise/stepwise.db).
@@ -31,11 +34,12 @@ pub(crate) enum Command {
     /// replan, and write a cited brief that names its gaps.
     ///
     /// The brief (Markdown, or the full result with --json) goes to stdout;
-    /// live progress goes to stderr. Exit status: 0 ok, 1 failed, 2 usage
-    /// error, 3 needs review, 4 awaiting approval (see `stepwise --help`).
+    /// live progress goes to stderr. The run's status is the exit status.
+    #[command(after_help = exit_codes(&[Failed, Usage, NeedsReview, AwaitingApproval, Cancelled]))]
     Run(RunArgs),
     /// Continue a run: after a crash, or from a breakpoint once a person has
     /// acted (approve, reject, or new bounds such as --max-replans).
+    #[command(after_help = exit_codes(&[Failed, Usage, NeedsReview, AwaitingApproval, Cancelled]))]
     Resume(ResumeArgs),
     /// List runs: id, goal, status, start, steps done/total, replans, tokens.
     Runs(RunsArgs),
@@ -45,11 +49,13 @@ pub(crate) enum Command {
     /// steps with the exact arguments they asked for.
     Approve(ApproveArgs),
     /// Refuse what a paused run waits for; the run stops for review.
+    #[command(after_help = exit_codes(&[Failed, Usage, NeedsReview]))]
     Reject(RejectArgs),
     /// Cancel a run that is not being worked on.
     Cancel(CancelArgs),
     /// Run a recorded run again against its recorded model responses (zero
     /// network calls) and check it reaches the same output.
+    #[command(after_help = exit_codes(&[Failed, Usage]))]
     Replay(ReplayArgs),
     /// Check plan files and print the plan format.
     #[command(subcommand)]
@@ -64,8 +70,9 @@ pub(crate) enum Command {
     ///
     /// Runs are kept in memory, never in the run database. The table (or
     /// --json / --csv) goes to stdout, a line per finished run to stderr.
-    /// Exit status: 0 the bench ran (whatever the results), 2 usage error
-    /// (a missing or malformed suite, an unknown strategy), 1 a run broke down.
+    /// The bench succeeds whenever it ran, whatever the results; it fails
+    /// only when a run broke down.
+    #[command(after_help = exit_codes(&[Failed, Usage]))]
     Bench(BenchArgs),
 }
 
@@ -73,8 +80,10 @@ pub(crate) enum Command {
 pub(crate) enum PlanCommand {
     /// Validate a plan file against a tool catalogue; report every problem at once.
     ///
-    /// Exit status: 0 valid, 1 invalid, 2 usage error (bad flags, unreadable
-    /// or non-JSON file, bad tools or constraints file).
+    /// A valid plan is success; an invalid one fails, with every problem
+    /// printed; an unreadable or non-JSON plan, tools or constraints file is
+    /// a usage error.
+    #[command(after_help = exit_codes(&[Failed, Usage]))]
     Validate(ValidateArgs),
     /// Print the JSON Schema of a plan file.
     Schema,

@@ -80,10 +80,17 @@ impl ErrorKind {
     }
 }
 
-/// The `Exit status:` section of `stepwise --help`, one line per code.
+/// The `Exit status:` section of `stepwise --help`: every code.
 pub(crate) fn exit_codes_help() -> String {
+    exit_codes(&ErrorKind::ALL)
+}
+
+/// An `Exit status:` section listing success and `kinds`, one line per
+/// code, for a command's help: each command names the codes it can end
+/// with, and the words come from this one table.
+pub(crate) fn exit_codes(kinds: &[ErrorKind]) -> String {
     let mut text = String::from("Exit status:\n  0  success\n");
-    for kind in ErrorKind::ALL {
+    for kind in kinds {
         text.push_str(&format!("  {}  {}\n", kind.code(), kind.meaning()));
     }
     text

@@ -70,8 +70,9 @@ pub(crate) fn reject(args: &RejectArgs, flag: Option<&PathBuf>) -> CliResult {
         .collect();
     let run = &state.run_id;
     output::stdout(&format!(
-        "rejected {}: {reason}\nrun {run} now needs review (exit status 3); to be asked again: stepwise resume {run}; to give up: stepwise cancel {run}\n",
-        what.join(", ")
+        "rejected {}: {reason}\nrun {run} now needs review (exit status {}); to be asked again: stepwise resume {run}; to give up: stepwise cancel {run}\n",
+        what.join(", "),
+        ErrorKind::NeedsReview.code()
     ))?;
     // The line above says so; the exit code tells a script.
     Err(CliError::quiet(ErrorKind::NeedsReview))
