@@ -3,6 +3,15 @@
 //! Structured output (plans, diagnostics, JSON) goes to stdout; errors go to
 //! stderr as one `error: ...` line. The exit codes are in [`error`], the
 //! one place they are mapped, and `stepwise --help` lists them.
+//!
+//! The binary is glue, in ripgrep's shape:
+//! - [`cli`]: the flags, as clap types; [`cmd`]: one module per subcommand;
+//! - [`session`]: the run's recorded settings, the one engine builder
+//!   (`run`, `resume`, `replay`, `bench`) and the lease-holding session;
+//! - [`render`]: the text every command shares; [`progress`]: the live display;
+//! - [`error`]: exit codes; [`config`]: the model and prices; [`db`]: the run
+//!   database; [`input`]: JSON inputs; [`review`]: fixes and hints for a
+//!   person; [`output`]: writing to the terminal.
 
 mod cli;
 mod cmd;
