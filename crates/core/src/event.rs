@@ -10,13 +10,12 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::decision::{Driver, Evidence, StepResult, Verdict, Verification};
 use crate::failure::StepFailure;
 use crate::goal::{Constraints, Goal};
 use crate::ids::{RunId, StepId};
 use crate::plan::validate::Diagnostic;
 use crate::plan::{Plan, Step};
-use crate::roles::{Evidence, Verdict};
-use crate::state::StepResult;
 use crate::usage::Usage;
 
 /// One recorded decision.
@@ -141,7 +140,7 @@ pub enum EventKind {
         /// The strategy's name.
         strategy: String,
         /// How the run is driven.
-        driver: crate::strategy::Driver,
+        driver: Driver,
         /// Why (a router's classification and reason).
         reason: String,
         /// What deciding cost.
@@ -185,7 +184,7 @@ pub enum EventKind {
         /// 1 for the first plan, +1 per replan.
         iteration: u32,
         /// The judgement.
-        verification: crate::strategy::verify::Verification,
+        verification: Verification,
         /// What it cost.
         #[serde(default)]
         usage: Usage,
@@ -453,7 +452,7 @@ pub enum EventKind {
 }
 
 fn default_strategy() -> String {
-    crate::strategy::DEFAULT_STRATEGY.to_owned()
+    crate::decision::DEFAULT_STRATEGY.to_owned()
 }
 
 impl EventKind {

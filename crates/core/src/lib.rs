@@ -36,6 +36,7 @@
 //! # });
 //! ```
 
+pub mod decision;
 pub mod engine;
 pub mod event;
 pub mod failure;
@@ -51,11 +52,13 @@ pub mod state;
 pub mod step_status;
 pub mod store;
 pub mod strategy;
+#[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod tool;
 pub mod usage;
 
-pub use engine::{Engine, EngineError, Roles, RunConfig};
+pub use decision::{Driver, StepResult};
+pub use engine::{Engine, EngineError, RunConfig};
 pub use event::{Event, EventKind, EventSink, StopCondition};
 pub use failure::{FailureClass, FailureKind, StepFailure};
 pub use goal::{Constraints, Goal, InputError};
@@ -67,14 +70,14 @@ pub use model::{
 pub use plan::validate::{Diagnostic, DiagnosticCode, Limits};
 pub use plan::{DraftPlan, Plan, Precondition, Step};
 pub use retry::RetryPolicy;
-pub use roles::{Assessment, Evidence, Report, ReviewDecision, Verdict};
-pub use state::{FinalOutput, RunState, RunStatus, StepResult};
+pub use roles::{Assessment, Evidence, Report, ReviewDecision, Roles, Verdict};
+pub use state::{FinalOutput, RunState, RunStatus};
 pub use step_status::{IllegalTransition, StepStatus};
 pub use store::{
     IdempotencyLog, IdempotencyRecord, Lease, MemoryStore, RunLease, RunSummary, Store, StoreError,
     StoreSink,
 };
-pub use strategy::{Driver, Strategy, StrategyRegistry};
+pub use strategy::{Strategy, StrategyRegistry};
 pub use tool::{
     DynTool, Effects, Tool, ToolCatalog, ToolContext, ToolError, ToolRegistry, ToolSpec,
 };

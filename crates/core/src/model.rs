@@ -12,7 +12,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::failure::FailureClass;
+use crate::retry::FailureClass;
 use crate::tool::ToolSpec;
 use crate::usage::Usage;
 

@@ -1,6 +1,32 @@
-//! Retry policy for transient step failures: plain data, read by the scheduler.
+//! Retry policy for transient step failures, and the class of a failure
+//! that decides whether it is retried: plain data, read by the scheduler.
 
+use std::fmt;
+
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+
+/// The class of a failure. Every error type that can end a step maps to one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureClass {
+    /// Timeout, 429, 5xx, connection reset: retry with backoff.
+    Transient,
+    /// Bad arguments, 4xx, "not found", acceptance unmet: never retried blindly.
+    Persistent,
+    /// Budget exhausted, approval denied: the run cannot go on by itself.
+    Fatal,
+}
+
+impl fmt::Display for FailureClass {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Transient => "transient",
+            Self::Persistent => "persistent",
+            Self::Fatal => "fatal",
+        })
+    }
+}
 
 /// Capped exponential backoff with jitter. Only transient failures are retried.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

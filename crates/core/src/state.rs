@@ -8,12 +8,13 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::decision::Evidence;
+pub use crate::decision::StepResult;
 use crate::event::{Event, EventKind, StopCondition};
 use crate::goal::{Constraints, Goal};
 use crate::ids::{RunId, StepId};
 use crate::plan::validate::Diagnostic;
 use crate::plan::{Plan, compose};
-use crate::roles::Evidence;
 use crate::step_status::{IllegalTransition, StepStatus};
 use crate::usage::Usage;
 
@@ -58,17 +59,6 @@ impl RunStatus {
             Self::Cancelled => "cancelled",
         }
     }
-}
-
-/// The recorded result of a succeeded step.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct StepResult {
-    /// What the tool returned. References `${step.output...}` read this.
-    pub output: Value,
-    /// Attempts it took.
-    pub attempts: u32,
-    /// How long the successful attempt took, in milliseconds.
-    pub duration_ms: u64,
 }
 
 /// References resolve against the recorded results, borrowed.
@@ -184,10 +174,10 @@ pub struct RunState {
     pub strategy: String,
     /// How the strategy chose to drive the run (`None` until it chose).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub driver: Option<crate::strategy::Driver>,
+    pub driver: Option<crate::decision::Driver>,
     /// `verified`: the verifier's judgement of each iteration, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub verification_history: Vec<crate::strategy::verify::Verification>,
+    pub verification_history: Vec<crate::decision::Verification>,
     /// The stop condition that ended the run's loop, if one did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_condition: Option<StopCondition>,
@@ -628,8 +618,8 @@ impl RunState {
             plan_errors: self.plan_errors.clone(),
             replan_count: self.replan_count,
             usage: self.usage,
-            usage_by_step: crate::usage::usage_by_step(&self.execution_history),
-            usage_by_role: crate::usage::usage_by_role(&self.execution_history),
+            usage_by_step: usage_by_step(&self.execution_history),
+            usage_by_role: usage_by_role(&self.execution_history),
             strategy: self.strategy.clone(),
             stop_condition: self.stop_condition,
             verification: self.verification_history.last().cloned(),
@@ -698,9 +688,56 @@ pub struct FinalOutput {
     pub stop_condition: Option<StopCondition>,
     /// `verified`: the last verdict.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub verification: Option<crate::strategy::verify::Verification>,
+    pub verification: Option<crate::decision::Verification>,
     /// Every decision.
     pub execution_history: Vec<Event>,
+}
+
+/// The role name a step executor's model calls are recorded under.
+pub const STEP_EXECUTOR_ROLE: &str = "step_executor";
+
+/// What each step's executor spent on models (every attempt, failed ones
+/// included), from `step_succeeded` and `step_failed` events: steps that
+/// made no model call are left out. Only `llm_calls` and the tokens are set.
+pub fn usage_by_step(history: &[Event]) -> BTreeMap<StepId, Usage> {
+    let mut steps: BTreeMap<StepId, Usage> = BTreeMap::new();
+    for event in history {
+        let (step, usage) = match &event.kind {
+            EventKind::StepSucceeded { step, usage, .. } => (step, *usage),
+            EventKind::StepFailed { step, failure, .. } => (step, failure.usage),
+            _ => continue,
+        };
+        if usage.llm_calls > 0 || usage.input_tokens > 0 || usage.output_tokens > 0 {
+            *steps.entry(step.clone()).or_default() += model_part(usage);
+        }
+    }
+    steps
+}
+
+/// What each role other than the step executor (planner, repairer,
+/// assessor, replanner, synthesizer, …) spent on models, from its
+/// `model_called` events (the step executor's calls are in
+/// [`usage_by_step`]). Only `llm_calls` and the tokens are set.
+pub fn usage_by_role(history: &[Event]) -> BTreeMap<String, Usage> {
+    let mut roles: BTreeMap<String, Usage> = BTreeMap::new();
+    for event in history {
+        if let EventKind::ModelCalled { role, exchange } = &event.kind
+            && role != STEP_EXECUTOR_ROLE
+        {
+            *roles.entry(role.clone()).or_default() += exchange.usage();
+        }
+    }
+    roles
+}
+
+/// Calls and tokens only.
+fn model_part(usage: Usage) -> Usage {
+    Usage {
+        llm_calls: usage.llm_calls,
+        input_tokens: usage.input_tokens,
+        output_tokens: usage.output_tokens,
+        ..Usage::default()
+    }
 }
 
 #[cfg(test)]

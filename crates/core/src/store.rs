@@ -117,12 +117,7 @@ impl RunSummary {
                 .iter()
                 .filter(|s| s.status == StepStatus::Succeeded)
                 .count(),
-            steps_total: state
-                .plan
-                .steps
-                .iter()
-                .filter(|s| s.status != StepStatus::Skipped)
-                .count(),
+            steps_total: state.plan.active_steps(),
             replans: state.replan_count,
             tokens: state.usage.input_tokens + state.usage.output_tokens,
             last_seq: state.execution_history.len() as u64,

@@ -13,8 +13,8 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::failure::FailureClass;
 use crate::ids::{RunId, StepId};
+use crate::retry::FailureClass;
 
 /// What a tool call knows about where it runs. The idempotency key is derived
 /// from the run and the step — never from the attempt — so a tool with side

@@ -11,11 +11,11 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use common::{Behaviour, Harness, events_of, kinds, plan, step};
 use serde_json::{Value, json};
+use stepwise_core::decision::{Completeness, Driver, Route, Routing, Verification};
+use stepwise_core::roles::Action;
 use stepwise_core::roles::{Reply, StepContext, StepExecutor, ToolCallExecutor};
-use stepwise_core::strategy::react::{Action, MAX_SUMMARY_CHARS};
-use stepwise_core::strategy::router::{Route, Routing};
-use stepwise_core::strategy::verify::{Completeness, Verification};
-use stepwise_core::strategy::{Driver, Fixed};
+use stepwise_core::strategy::Fixed;
+use stepwise_core::strategy::react::MAX_SUMMARY_CHARS;
 use stepwise_core::testing::{PrefixSummarizer, ScriptedActor, ScriptedRouter, ScriptedVerifier};
 use stepwise_core::{
     Assessment, Constraints, DynTool, EventKind, Evidence, Report, RunStatus, StepFailure,
@@ -421,7 +421,7 @@ async fn react_isolated_shows_summaries_so_prompts_stay_bounded() {
     assert_eq!(state.status, RunStatus::Ok);
     assert_eq!(events_of(&state, "step_summarized").len(), steps);
     let seen = actor.histories();
-    let size = |turns: &Vec<stepwise_core::strategy::react::Turn>| {
+    let size = |turns: &Vec<stepwise_core::roles::Turn>| {
         turns.iter().map(|t| t.observation.len()).sum::<usize>()
     };
     for turns in &seen {
@@ -508,10 +508,10 @@ async fn verified_replans_after_verifying_not_after_each_step() {
 struct GarbageOnce(std::sync::atomic::AtomicUsize);
 
 #[async_trait]
-impl stepwise_core::strategy::react::Actor for GarbageOnce {
+impl stepwise_core::roles::Actor for GarbageOnce {
     async fn act(
         &self,
-        _request: stepwise_core::strategy::react::ActRequest<'_>,
+        _request: stepwise_core::roles::ActRequest<'_>,
     ) -> Result<Reply<Action>, stepwise_core::roles::RoleError> {
         if self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
             return Err(stepwise_core::roles::RoleError::Malformed {
@@ -632,10 +632,10 @@ fn sending_engine(
 struct SendThenAnswer;
 
 #[async_trait]
-impl stepwise_core::strategy::react::Actor for SendThenAnswer {
+impl stepwise_core::roles::Actor for SendThenAnswer {
     async fn act(
         &self,
-        request: stepwise_core::strategy::react::ActRequest<'_>,
+        request: stepwise_core::roles::ActRequest<'_>,
     ) -> Result<Reply<Action>, stepwise_core::roles::RoleError> {
         if request.history.is_empty() {
             return Ok(Reply::free(Action::Call {

@@ -8,10 +8,10 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
+use stepwise_core::decision::{Completeness, Verification};
 use stepwise_core::engine::ResumeOptions;
+use stepwise_core::roles::{ActRequest, Action, Actor, Verifier};
 use stepwise_core::roles::{Reply, RoleError};
-use stepwise_core::strategy::react::{ActRequest, Action, Actor};
-use stepwise_core::strategy::verify::{Completeness, Verification, Verifier};
 use stepwise_core::testing::{
     CrashAfter, FnTool, PrefixSummarizer, ScriptedAssessor, ScriptedPlanner, ScriptedRepairer,
     ScriptedReplanner, ScriptedSynthesizer, draft,

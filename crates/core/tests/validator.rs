@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 
 use serde_json::{Value, json};
-use stepwise_core::plan::validate::validate;
+use stepwise_core::plan::validate::{ValidatedPlan, validate};
 use stepwise_core::{
     Constraints, Diagnostic, DiagnosticCode, Limits, Precondition, Step, StepId, StepStatus,
     ToolCatalog, ToolSpec,
@@ -63,6 +63,7 @@ fn run(plan: &Value, setup: &Setup) -> Result<Vec<Step>, Vec<Diagnostic>> {
             constraints: &setup.constraints,
         },
     )
+    .map(ValidatedPlan::into_steps)
 }
 
 fn check(plan: &Value) -> Result<Vec<Step>, Vec<Diagnostic>> {

@@ -63,8 +63,8 @@ pub(crate) fn priced_output(state: &RunState) -> anyhow::Result<Value> {
 /// order), then each other role that did, with calls, tokens and (with a
 /// price) cost. Empty when the run made no model call.
 pub(crate) fn usage_table(state: &RunState, price: Option<&Price>) -> String {
-    let steps = stepwise_core::usage::usage_by_step(&state.execution_history);
-    let roles = stepwise_core::usage::usage_by_role(&state.execution_history);
+    let steps = stepwise_core::state::usage_by_step(&state.execution_history);
+    let roles = stepwise_core::state::usage_by_role(&state.execution_history);
     let mut labelled: Vec<(String, Usage)> = state
         .plan
         .steps

@@ -5,14 +5,15 @@
 
 use serde_json::Value;
 
+use crate::decision::Driver;
 use crate::event::{EventKind, StopCondition};
-use crate::failure::FailureClass;
 use crate::graph::Node;
 use crate::ids::StepId;
 use crate::plan::Step;
+use crate::retry::FailureClass;
+use crate::roles::{ActRequest, Action};
 use crate::roles::{RoleError, RoleName};
-use crate::strategy::Driver;
-use crate::strategy::react::{ActRequest, Action, MAX_SUMMARY_CHARS, bounded, history};
+use crate::strategy::react::{MAX_SUMMARY_CHARS, bounded, history};
 
 use super::approval::Gate;
 use super::{EngineError, NodeResult, Run};

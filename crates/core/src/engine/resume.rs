@@ -14,6 +14,7 @@
 use std::collections::BTreeMap;
 
 use super::{Completion, CompletionKind, Engine, EngineError, Run};
+use crate::decision::Driver;
 use crate::event::EventKind;
 use crate::failure::{FailureClass, FailureKind, StepFailure};
 use crate::graph::Node;
@@ -21,7 +22,6 @@ use crate::ids::StepId;
 use crate::roles::{StepOutcome, Verdict};
 use crate::state::{RunState, RunStatus, StepResult};
 use crate::step_status::StepStatus;
-use crate::strategy::Driver;
 use crate::tool::idempotency_key;
 
 /// What the person resuming a run changes.

@@ -2,15 +2,15 @@
 //! after prepare_input, the token budget, plan-solve's skipping instead of
 //! replanning, and the `verified` strategy's verify node.
 
+use crate::decision::Driver;
+use crate::decision::VerifyPolicy;
 use crate::event::{EventKind, StopCondition};
-use crate::failure::FailureClass;
 use crate::graph::Node;
 use crate::ids::StepId;
+use crate::retry::FailureClass;
 use crate::roles::{RoleError, RoleName};
 use crate::scheduler::blocked_dependants;
 use crate::step_status::StepStatus;
-use crate::strategy::Driver;
-use crate::strategy::verify::VerifyPolicy;
 
 use super::{EngineError, NodeResult, Run};
 

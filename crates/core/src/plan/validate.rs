@@ -781,9 +781,39 @@ fn kind(v: &Value) -> &'static str {
     }
 }
 
+/// Steps that passed every check of [`validate`], in plan order. Only
+/// `validate` makes one, so holding one is proof the steps were checked
+/// against the limits it was given.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ValidatedPlan {
+    steps: Vec<Step>,
+}
+
+impl ValidatedPlan {
+    /// The steps.
+    pub fn steps(&self) -> &[Step] {
+        &self.steps
+    }
+
+    /// How many steps.
+    pub fn len(&self) -> usize {
+        self.steps.len()
+    }
+
+    /// Whether it has no step.
+    pub fn is_empty(&self) -> bool {
+        self.steps.is_empty()
+    }
+
+    /// The steps, to become a plan version.
+    pub fn into_steps(self) -> Vec<Step> {
+        self.steps
+    }
+}
+
 /// Validates a plan document. `Ok` holds the typed steps (version is the
 /// caller's to set); `Err` holds every diagnostic found, in plan order.
-pub fn validate(document: &Value, limits: Limits<'_>) -> Result<Vec<Step>, Vec<Diagnostic>> {
+pub fn validate(document: &Value, limits: Limits<'_>) -> Result<ValidatedPlan, Vec<Diagnostic>> {
     let mut checker = Checker {
         limits,
         out: Vec::new(),
@@ -876,6 +906,7 @@ pub fn validate(document: &Value, limits: Limits<'_>) -> Result<Vec<Step>, Vec<D
             })
         })
         .collect::<Result<Vec<_>, _>>()
+        .map(|steps| ValidatedPlan { steps })
         .map_err(|d| vec![d])
 }
 

@@ -6,55 +6,19 @@
 //! so a resume continues the same way and a router's decisions can be audited.
 
 pub mod react;
-pub mod router;
 pub mod verify;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 
-use crate::engine::Roles;
-use crate::failure::FailureClass;
+use crate::decision::VerifyPolicy;
+pub use crate::decision::{DEFAULT_MAX_TOOL_CALLS, DEFAULT_STRATEGY, Driver, Route};
 use crate::goal::Goal;
+use crate::retry::FailureClass;
+use crate::roles::Roles;
 use crate::roles::{Reply, RoleError, RoleName};
-use router::Route;
-use verify::VerifyPolicy;
-
-/// Tool calls a ReAct run may make unless told otherwise.
-pub const DEFAULT_MAX_TOOL_CALLS: usize = 8;
-
-/// How a run is driven once its goal is prepared.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(tag = "driver", rename_all = "snake_case")]
-pub enum Driver {
-    /// Seed 001's planning graph.
-    Graph {
-        /// Whether the assessor may ask for a replan. Without, a failed step's
-        /// dependants are skipped and named as gaps (`plan-solve`).
-        replanning: bool,
-        /// Verify each iteration and stop on seed 004's conditions (`verified`).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        verify: Option<VerifyPolicy>,
-    },
-    /// A model ↔ tools loop.
-    React {
-        /// Tool results enter the history as summaries (`react-isolated`).
-        isolated: bool,
-        /// Most tool calls; at the cap the actor must answer.
-        max_tool_calls: usize,
-    },
-}
-
-impl Driver {
-    /// The default planning graph: replanning on, no verification.
-    pub const PLAN_EXECUTE: Self = Self::Graph {
-        replanning: true,
-        verify: None,
-    };
-}
 
 /// A strategy's decision for one run.
 #[derive(Debug, Clone, PartialEq)]
@@ -189,9 +153,6 @@ impl std::fmt::Debug for StrategyRegistry {
         f.debug_list().entries(self.strategies.keys()).finish()
     }
 }
-
-/// The name of the default strategy.
-pub const DEFAULT_STRATEGY: &str = "plan-execute";
 
 impl StrategyRegistry {
     /// plan-execute, plan-solve, verified, react, react-isolated and router.

@@ -12,9 +12,9 @@ use async_trait::async_trait;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
-use crate::failure::FailureClass;
 use crate::goal::Goal;
 use crate::plan::{DraftPlan, Plan, Step};
+use crate::retry::FailureClass;
 use crate::roles::{
     AssessRequest, Assessment, Assessor, Evidence, PlanRequest, Planner, RepairRequest, Repairer,
     ReplanRequest, Replanner, Reply, Report, ReviewDecision, Reviewer, RoleError, RoleName,

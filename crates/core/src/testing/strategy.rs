@@ -9,12 +9,11 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use super::Script;
+use crate::decision::{Routing, Verification};
 use crate::goal::Goal;
+use crate::roles::{ActRequest, Action, Actor, Router, Summarizer, Turn, Verifier};
 use crate::roles::{Reply, RoleError, RoleName};
 use crate::state::RunState;
-use crate::strategy::react::{ActRequest, Action, Actor, Summarizer, Turn};
-use crate::strategy::router::{Router, Routing};
-use crate::strategy::verify::{Verification, Verifier};
 use crate::usage::Usage;
 
 /// A scripted role's answers and what each call costs.

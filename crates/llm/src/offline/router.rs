@@ -5,7 +5,8 @@
 use async_trait::async_trait;
 use stepwise_core::Goal;
 use stepwise_core::roles::{Reply, RoleError};
-use stepwise_core::strategy::router::{Route, Router, Routing};
+use stepwise_core::decision::{Route, Routing};
+use stepwise_core::roles::Router;
 
 use super::planner::sub_questions;
 

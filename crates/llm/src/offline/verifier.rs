@@ -14,7 +14,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use stepwise_core::roles::{Reply, RoleError};
-use stepwise_core::strategy::verify::{Completeness, Verification, Verifier};
+use stepwise_core::decision::{Completeness, Verification};
+use stepwise_core::roles::Verifier;
 use stepwise_core::{RunState, StepStatus};
 
 use super::judge::Lens;

@@ -86,12 +86,7 @@ struct ReplannerContext<'a> {
 impl Replanner for LlmReplanner {
     async fn replan(&self, request: ReplanRequest<'_>) -> Result<Reply<DraftPlan>, RoleError> {
         let state = request.state;
-        let used = state
-            .plan
-            .steps
-            .iter()
-            .filter(|s| s.status != StepStatus::Skipped)
-            .count();
+        let used = state.plan.active_steps();
         let context = ReplannerContext {
             goal: &state.goal,
             constraints: view::constraints(&state.constraints),

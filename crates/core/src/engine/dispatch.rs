@@ -1,0 +1,414 @@
+//! Dispatch: select_next_step starts every ready step (bounded by the
+//! concurrency limit) and execute_step waits for the next one to finish,
+//! retrying transient failures with backoff.
+
+use super::approval::{Gate, args_hash};
+use crate::event::{EventKind, SinkError};
+use crate::failure::{FailureClass, FailureKind, StepFailure};
+use crate::graph::Node;
+use crate::ids::StepId;
+use crate::plan::Step;
+use crate::plan::args::resolve_value_in;
+use crate::roles::{DependencyOutput, Reply, StepContext, StepOutcome, Verdict};
+use crate::scheduler::check_precondition_in;
+use crate::state::StepResult;
+use crate::store::IdempotencyRecord;
+use crate::tool::ToolContext;
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::{EngineError, NodeResult, Run};
+
+/// One step attempt's outcome, or the end of a backoff.
+pub(super) struct Completion {
+    pub(super) step: StepId,
+    pub(super) attempt: u32,
+    pub(super) kind: CompletionKind,
+}
+
+pub(super) enum CompletionKind {
+    Attempt {
+        result: Result<Reply<Value>, StepFailure>,
+        duration_ms: u64,
+    },
+    BackoffElapsed,
+}
+
+/// A step attempt ready to spawn.
+pub(super) struct Prepared {
+    context: StepContext,
+    tool: Arc<dyn crate::tool::DynTool>,
+    timeout_ms: Option<u64>,
+}
+
+impl Run<'_> {
+    pub(super) fn busy(&self) -> bool {
+        !self.in_flight.is_empty() || !self.immediate.is_empty() || !self.recovered.is_empty()
+    }
+
+    pub(super) async fn select_next_step(&mut self) -> NodeResult {
+        if self.held.is_none() && self.budget_spent().await? {
+            self.held = Some((Verdict::Synthesize, "the token budget is spent".to_owned()));
+        }
+        if self.held.is_none() {
+            for id in self.state.index.ready(&self.state.plan) {
+                if self.in_flight.len() + self.immediate.len()
+                    >= self.engine.config.concurrency.max(1)
+                {
+                    break;
+                }
+                if self.awaiting.contains(&id) {
+                    continue;
+                }
+                match self.approval_gate(&id).await? {
+                    Gate::Open => {}
+                    Gate::Wait => continue,
+                    Gate::Denied(reason) => {
+                        self.held = Some((Verdict::NeedsReview, reason));
+                        break;
+                    }
+                }
+                let attempt = self
+                    .state
+                    .index
+                    .find(&self.state.plan, &id)
+                    .map_or(1, |s| s.attempts + 1);
+                self.record(EventKind::StepStarted {
+                    step: id.clone(),
+                    attempt,
+                })
+                .await?;
+                self.start_attempt(&id, attempt).await?;
+            }
+        }
+        if self.busy() {
+            return Ok(Ok(Node::ExecuteStep));
+        }
+        if let Some((Verdict::NeedsReview, reason)) = &self.held {
+            // A refused approval, with nothing left in flight.
+            self.review_reason = reason.clone();
+            self.held = None;
+            return Ok(Ok(Node::MarkNeedsReview));
+        }
+        if !self.awaiting.is_empty() {
+            return Ok(Ok(Node::AwaitApproval));
+        }
+        if let Some((Verdict::Synthesize, _)) = &self.held {
+            // The token budget stopped dispatch.
+            self.held = None;
+            return Ok(Ok(Node::SynthesizeReport));
+        }
+        if self.held.is_some() {
+            return Err(EngineError::Invariant(
+                "a held decision with nothing in flight".to_owned(),
+            ));
+        }
+        let stuck: Vec<String> = self
+            .state
+            .plan
+            .steps
+            .iter()
+            .filter(|s| !s.status.is_final())
+            .map(|s| format!("{} ({})", s.id, s.status))
+            .collect();
+        if !stuck.is_empty() {
+            return Err(EngineError::Invariant(format!(
+                "nothing runnable but steps remain: {}",
+                stuck.join(", ")
+            )));
+        }
+        if self.verify_policy().is_some() {
+            return Ok(Ok(Node::Verify));
+        }
+        Ok(Ok(Node::SynthesizeReport))
+    }
+
+    /// Checks preconditions, resolves arguments and spawns one attempt. A
+    /// problem found here is a typed failure of the attempt, not a crash.
+    pub(super) async fn start_attempt(
+        &mut self,
+        id: &StepId,
+        attempt: u32,
+    ) -> Result<(), EngineError> {
+        let step = self
+            .state
+            .index
+            .find(&self.state.plan, id)
+            .ok_or_else(|| EngineError::Invariant(format!("dispatch of unknown step {id}")))?;
+        match self.prepare_context(step) {
+            Err(failure) => {
+                self.immediate.push_back(Completion {
+                    step: id.clone(),
+                    attempt,
+                    kind: CompletionKind::Attempt {
+                        result: Err(failure),
+                        duration_ms: 0,
+                    },
+                });
+            }
+            Ok(Prepared {
+                context,
+                tool,
+                timeout_ms,
+            }) => {
+                if tool.spec().side_effect
+                    && let Some(log) = &self.engine.idempotency
+                {
+                    // Durable before the call: a crash from here on leaves a
+                    // record that says the call may have happened.
+                    let record = IdempotencyRecord {
+                        key: context.tool_context.idempotency_key.clone(),
+                        run: self.state.run_id.clone(),
+                        step: id.clone(),
+                        args_hash: args_hash(&context.step.tool, &context.args),
+                        outcome: None,
+                    };
+                    log.begin(&record).await.map_err(|e| {
+                        EngineError::Sink(SinkError {
+                            seq: self.state.execution_history.len() as u64,
+                            message: e.to_string(),
+                        })
+                    })?;
+                }
+                let executor = Arc::clone(&self.engine.roles.executor);
+                let step_id = id.clone();
+                let handle = self.in_flight.spawn(async move {
+                    let started = tokio::time::Instant::now();
+                    let call = executor.execute(context, tool);
+                    let result = match timeout_ms {
+                        Some(ms) => tokio::time::timeout(Duration::from_millis(ms), call)
+                            .await
+                            .unwrap_or_else(|_| {
+                                Err(StepFailure::new(
+                                    FailureClass::Transient,
+                                    FailureKind::Timeout,
+                                    format!("no answer within {ms} ms"),
+                                ))
+                            }),
+                        None => call.await,
+                    };
+                    let duration_ms =
+                        u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+                    Completion {
+                        step: step_id,
+                        attempt,
+                        kind: CompletionKind::Attempt {
+                            result,
+                            duration_ms,
+                        },
+                    }
+                });
+                self.tasks.insert(handle.id(), (id.clone(), attempt));
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn prepare_context(&self, step: &Step) -> Result<Prepared, StepFailure> {
+        let persistent =
+            |kind, message: String| StepFailure::new(FailureClass::Persistent, kind, message);
+        // Borrowed, not copied: references read the recorded results.
+        let outputs = &self.state.step_results;
+        for (i, p) in step.preconditions.iter().enumerate() {
+            check_precondition_in(p, outputs).map_err(|why| {
+                persistent(
+                    FailureKind::PreconditionFailed,
+                    format!("precondition {}: {why}", i + 1),
+                )
+            })?;
+        }
+        let tool = self.engine.tools.get(&step.tool).cloned().ok_or_else(|| {
+            persistent(
+                FailureKind::UnknownTool,
+                format!("no tool named {:?}", step.tool),
+            )
+        })?;
+        let spec = tool.spec();
+        let args = resolve_value_in(&Value::Object(step.args.clone()), outputs)
+            .map_err(|e| persistent(FailureKind::ArgResolution, e.to_string()))?;
+        // The gate in select_next_step asked for this approval; never run without it.
+        if spec.side_effect
+            && self.state.approvals.get(&step.id) != Some(&args_hash(&step.tool, &args))
+        {
+            return Err(StepFailure::new(
+                FailureClass::Fatal,
+                FailureKind::ApprovalDenied,
+                format!(
+                    "{} has side effects and no approval on record for these arguments",
+                    step.id
+                ),
+            ));
+        }
+        let problems = self.engine.catalog.check_args(&step.tool, &args);
+        if !problems.is_empty() {
+            let text: Vec<String> = problems
+                .into_iter()
+                .map(|(p, m)| format!("{p}: {m}"))
+                .collect();
+            return Err(persistent(
+                FailureKind::InvalidArgs,
+                format!("resolved arguments: {}", text.join("; ")),
+            ));
+        }
+        let dependencies = step
+            .depends_on
+            .iter()
+            .filter_map(|d| {
+                let dep = self.state.index.find(&self.state.plan, d)?;
+                Some(DependencyOutput {
+                    step: d.clone(),
+                    description: dep.description.clone(),
+                    output: outputs.get(d)?.output.clone(),
+                })
+            })
+            .collect();
+        let timeout_ms = spec.timeout_ms;
+        Ok(Prepared {
+            context: StepContext {
+                step: step.clone(),
+                args,
+                dependencies,
+                tool_context: ToolContext::new(&self.state.run_id, &step.id, step.attempts),
+            },
+            tool,
+            timeout_ms,
+        })
+    }
+
+    pub(super) async fn next_completion(&mut self) -> Result<Completion, EngineError> {
+        if let Some(c) = self.immediate.pop_front() {
+            return Ok(c);
+        }
+        match self.in_flight.join_next_with_id().await {
+            None => Err(EngineError::Invariant(
+                "execute_step with nothing in flight".to_owned(),
+            )),
+            Some(Ok((task, completion))) => {
+                self.tasks.remove(&task);
+                Ok(completion)
+            }
+            Some(Err(join_error)) => {
+                let (step, attempt) = self.tasks.remove(&join_error.id()).ok_or_else(|| {
+                    EngineError::Invariant("a task finished that was never started".to_owned())
+                })?;
+                let failure = StepFailure::new(
+                    FailureClass::Persistent,
+                    FailureKind::Executor,
+                    format!("the step's task panicked or was cancelled: {join_error}"),
+                );
+                Ok(Completion {
+                    step,
+                    attempt,
+                    kind: CompletionKind::Attempt {
+                        result: Err(failure),
+                        duration_ms: 0,
+                    },
+                })
+            }
+        }
+    }
+
+    pub(super) async fn execute_step(&mut self) -> NodeResult {
+        if let Some(outcome) = self.recovered.pop_front() {
+            // Recorded before a crash but never assessed.
+            self.last = Some(outcome);
+            return Ok(Ok(self.after_execute()));
+        }
+        loop {
+            let Completion {
+                step,
+                attempt,
+                kind,
+            } = self.next_completion().await?;
+            match kind {
+                CompletionKind::BackoffElapsed => {
+                    self.record(EventKind::StepStarted {
+                        step: step.clone(),
+                        attempt,
+                    })
+                    .await?;
+                    self.start_attempt(&step, attempt).await?;
+                }
+                CompletionKind::Attempt {
+                    result: Ok(reply),
+                    duration_ms,
+                } => {
+                    self.record_calls(crate::roles::RoleName::StepExecutor, reply.exchanges)
+                        .await?;
+                    let result = StepResult {
+                        output: reply.value,
+                        attempts: attempt,
+                        duration_ms,
+                    };
+                    self.complete_side_effect(&step, &result.output).await?;
+                    self.record(EventKind::StepSucceeded {
+                        step: step.clone(),
+                        result: result.clone(),
+                        usage: reply.usage,
+                    })
+                    .await?;
+                    self.last = Some((step, StepOutcome::Succeeded(result)));
+                    return Ok(Ok(self.after_execute()));
+                }
+                CompletionKind::Attempt {
+                    result: Err(mut failure),
+                    ..
+                } => {
+                    // The executor's model calls on this attempt, recorded
+                    // before the failure (its `usage` counts them).
+                    let calls = std::mem::take(&mut failure.exchanges);
+                    self.record_calls(crate::roles::RoleName::StepExecutor, calls)
+                        .await?;
+                    self.record(EventKind::StepFailed {
+                        step: step.clone(),
+                        attempt,
+                        failure: failure.clone(),
+                    })
+                    .await?;
+                    let policy = self.engine.config.retry;
+                    if failure.class == FailureClass::Transient
+                        && policy.allows_retry_after(attempt)
+                    {
+                        let delay_ms =
+                            policy.delay_ms(attempt, failure.retry_after_ms, fastrand::f64());
+                        self.record(EventKind::StepRetrying {
+                            step: step.clone(),
+                            next_attempt: attempt + 1,
+                            delay_ms,
+                        })
+                        .await?;
+                        let id = step.clone();
+                        let handle = self.in_flight.spawn(async move {
+                            tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+                            Completion {
+                                step: id,
+                                attempt: attempt + 1,
+                                kind: CompletionKind::BackoffElapsed,
+                            }
+                        });
+                        self.tasks.insert(handle.id(), (step, attempt + 1));
+                        continue;
+                    }
+                    let reason = match failure.class {
+                        FailureClass::Transient => format!(
+                            "still failing after {attempt} attempt(s): {}",
+                            failure.message
+                        ),
+                        FailureClass::Persistent => {
+                            format!("persistent failure, not retried: {}", failure.message)
+                        }
+                        FailureClass::Fatal => format!("fatal failure: {}", failure.message),
+                    };
+                    self.record(EventKind::StepTerminated {
+                        step: step.clone(),
+                        reason,
+                    })
+                    .await?;
+                    self.last = Some((step, StepOutcome::Failed(failure)));
+                    return Ok(Ok(self.after_execute()));
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,166 @@
+//! The end of a run: synthesize_report writes the brief and vets its
+//! evidence; mark_needs_review stops for a person with the partial brief.
+
+use super::evidence::{coverage_gaps, vet_evidence};
+use crate::event::EventKind;
+use crate::graph::Node;
+use crate::state::RunState;
+
+use super::{EngineError, NodeResult, Run};
+
+impl Run<'_> {
+    pub(super) async fn synthesize_report(&mut self) -> NodeResult {
+        if let Some((report, usage)) = self.answered.take() {
+            return self.write_report(report, usage).await;
+        }
+        let outcome = self.engine.roles.synthesizer.synthesize(&self.state).await;
+        let reply = match self
+            .answer(crate::roles::RoleName::Synthesizer, outcome)
+            .await?
+        {
+            Ok(r) => r,
+            Err(e) => return Ok(Err(e)),
+        };
+        self.write_report(reply.value, reply.usage).await
+    }
+
+    /// Records the report: evidence checked against step results, and every
+    /// open gap named. A report that cites no evidence is not an answer: the
+    /// run stops for review with it as the partial brief.
+    pub(super) async fn write_report(
+        &mut self,
+        report: crate::roles::Report,
+        usage: crate::usage::Usage,
+    ) -> NodeResult {
+        let brief = self.vet_report(report).await?;
+        if brief.evidence.is_empty() {
+            self.review_reason = no_evidence_reason(&self.state, &brief);
+            self.partial = Some((brief, usage));
+            return Ok(Ok(Node::MarkNeedsReview));
+        }
+        self.record(EventKind::Synthesized {
+            report: brief.report,
+            evidence: brief.evidence,
+            rejected_evidence: brief.rejected_evidence,
+            usage,
+        })
+        .await?;
+        Ok(Ok(Node::End))
+    }
+
+    /// Checks a report's evidence against the step results, records the
+    /// gaps it names or leaves (required sections, dimensions), and makes
+    /// its text name every open gap.
+    pub(super) async fn vet_report(
+        &mut self,
+        mut report: crate::roles::Report,
+    ) -> Result<crate::event::Brief, EngineError> {
+        let (evidence, rejected_evidence) = vet_evidence(&self.state, report.evidence);
+        let mut uncovered: Vec<String> = Vec::new();
+        for gap in std::mem::take(&mut report.gaps)
+            .into_iter()
+            .chain(coverage_gaps(&self.state.constraints, &report.text))
+        {
+            if !self.state.knowledge_gaps.contains(&gap) && !uncovered.contains(&gap) {
+                uncovered.push(gap);
+            }
+        }
+        if !uncovered.is_empty() {
+            self.record(EventKind::GapsNoted { gaps: uncovered })
+                .await?;
+        }
+        let missing: Vec<&String> = self
+            .state
+            .knowledge_gaps
+            .iter()
+            .filter(|g| !report.text.contains(g.as_str()))
+            .collect();
+        if !missing.is_empty() {
+            // The report must name every open gap; it may never paper over one.
+            report.text.push_str("\n\n## Unresolved gaps\n\n");
+            for gap in missing {
+                report.text.push_str(&format!("- {gap}\n"));
+            }
+        }
+        Ok(crate::event::Brief {
+            report: report.text,
+            evidence,
+            rejected_evidence,
+        })
+    }
+
+    /// The partial brief of a run stopping for review: the synthesizer over
+    /// what succeeded so far, vetted like a final report. `None` when no
+    /// step succeeded; a synthesizer that fails leaves a note in `reason`.
+    pub(super) async fn partial_brief(
+        &mut self,
+        reason: &mut String,
+        usage: &mut crate::usage::Usage,
+    ) -> Result<Option<crate::event::Brief>, EngineError> {
+        if let Some((brief, cost)) = self.partial.take() {
+            *usage += cost;
+            return Ok(Some(brief));
+        }
+        if self.state.step_results.is_empty() {
+            return Ok(None);
+        }
+        let outcome = self.engine.roles.synthesizer.synthesize(&self.state).await;
+        match self
+            .answer(crate::roles::RoleName::Synthesizer, outcome)
+            .await?
+        {
+            Ok(reply) => {
+                *usage += reply.usage;
+                Ok(Some(self.vet_report(reply.value).await?))
+            }
+            Err(e) => {
+                *usage += e.usage();
+                reason.push_str(&format!(" (no partial brief: {e})"));
+                Ok(None)
+            }
+        }
+    }
+
+    pub(super) async fn mark_needs_review(&mut self) -> NodeResult {
+        let reason = std::mem::take(&mut self.review_reason);
+        let mut reason = if reason.is_empty() {
+            "the run cannot continue safely".to_owned()
+        } else {
+            reason
+        };
+        let mut usage = std::mem::take(&mut self.review_usage);
+        let brief = self.partial_brief(&mut reason, &mut usage).await?;
+        let ask_again = std::mem::take(&mut self.review_ask_again);
+        self.record(EventKind::NeedsReview {
+            reason,
+            usage,
+            brief: brief.map(Box::new),
+            ask_again,
+        })
+        .await?;
+        Ok(Ok(Node::End))
+    }
+}
+
+/// Why a report that cites nothing is not an answer, for the person reviewing it.
+fn no_evidence_reason(state: &RunState, brief: &crate::event::Brief) -> String {
+    let why = if state.step_results.is_empty() {
+        "no step succeeded, so there is nothing to cite".to_owned()
+    } else if let Some(first) = brief.rejected_evidence.first() {
+        format!(
+            "{} quote(s) offered, none found in a succeeded step's output (e.g. {})",
+            brief.rejected_evidence.len(),
+            first.reason
+        )
+    } else {
+        "nothing the steps found supports it".to_owned()
+    };
+    let listed = match state.knowledge_gaps.len() {
+        0 => String::new(),
+        1 => "; its open gap is listed".to_owned(),
+        n => format!("; its {n} open gaps are listed"),
+    };
+    format!(
+        "the report cites no evidence: {why}{listed} — add sources that cover the goal, or narrow it"
+    )
+}
