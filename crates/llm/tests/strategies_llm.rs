@@ -12,9 +12,9 @@ use std::sync::Arc;
 use common::{GOAL, calls, model, policy, registry, roles_called};
 
 use serde_json::{Value, json};
+use stepwise_core::decision::Completeness;
 use stepwise_core::event::EventKind;
 use stepwise_core::model::ModelExchange;
-use stepwise_core::decision::Completeness;
 use stepwise_core::{
     Constraints, Driver, Engine, RunConfig, RunState, RunStatus, StepId, StepStatus, StopCondition,
     StrategyRegistry, ToolContext,

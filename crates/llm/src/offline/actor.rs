@@ -13,8 +13,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use serde_json::json;
-use stepwise_core::roles::{Reply, RoleError, Synthesizer};
 use stepwise_core::roles::{ActRequest, Action, Actor};
+use stepwise_core::roles::{Reply, RoleError, Synthesizer};
 use stepwise_core::{RunState, Step, StepStatus};
 
 use super::asked::Asked;

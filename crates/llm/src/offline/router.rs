@@ -4,9 +4,9 @@
 
 use async_trait::async_trait;
 use stepwise_core::Goal;
-use stepwise_core::roles::{Reply, RoleError};
 use stepwise_core::decision::{Route, Routing};
 use stepwise_core::roles::Router;
+use stepwise_core::roles::{Reply, RoleError};
 
 use super::planner::sub_questions;
 

@@ -7,8 +7,8 @@ use std::fmt::Write as _;
 use async_trait::async_trait;
 use serde_json::Value;
 use stepwise_core::Goal;
-use stepwise_core::roles::{Reply, RoleError};
 use stepwise_core::roles::Summarizer;
+use stepwise_core::roles::{Reply, RoleError};
 use stepwise_core::strategy::react::{MAX_SUMMARY_CHARS, bounded};
 
 use super::search::{hits, sentences};

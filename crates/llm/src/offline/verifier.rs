@@ -13,9 +13,9 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use stepwise_core::roles::{Reply, RoleError};
 use stepwise_core::decision::{Completeness, Verification};
 use stepwise_core::roles::Verifier;
+use stepwise_core::roles::{Reply, RoleError};
 use stepwise_core::{RunState, StepStatus};
 
 use super::judge::Lens;

@@ -16,8 +16,8 @@ use async_trait::async_trait;
 use serde::Serialize;
 use serde_json::json;
 use stepwise_core::ResponseSchema;
-use stepwise_core::roles::{Reply, RoleError, RoleName};
 use stepwise_core::roles::{ActRequest, Action, Actor};
+use stepwise_core::roles::{Reply, RoleError, RoleName};
 
 use super::view::{self, ToolView};
 use super::{Ask, Backend, llm_role};

@@ -6,9 +6,9 @@
 use async_trait::async_trait;
 use serde::Serialize;
 use stepwise_core::Goal;
-use stepwise_core::roles::{Reply, RoleError, RoleName};
 use stepwise_core::decision::Routing;
 use stepwise_core::roles::Router;
+use stepwise_core::roles::{Reply, RoleError, RoleName};
 
 use super::{Ask, Backend, llm_role, schema_of, view};
 use crate::structured::Check;

@@ -12,8 +12,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use stepwise_core::Goal;
-use stepwise_core::roles::{Reply, RoleError, RoleName};
 use stepwise_core::roles::Summarizer;
+use stepwise_core::roles::{Reply, RoleError, RoleName};
 use stepwise_core::strategy::react::{MAX_SUMMARY_CHARS, bounded};
 
 use super::{Ask, Backend, llm_role, schema_of, view};

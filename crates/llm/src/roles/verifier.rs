@@ -7,9 +7,9 @@
 
 use async_trait::async_trait;
 use serde::Serialize;
-use stepwise_core::roles::{Reply, RoleError, RoleName};
 use stepwise_core::decision::Verification;
 use stepwise_core::roles::Verifier;
+use stepwise_core::roles::{Reply, RoleError, RoleName};
 use stepwise_core::{RunState, StepStatus};
 
 use super::view::{self, ResultView};
