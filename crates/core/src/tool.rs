@@ -80,6 +80,39 @@ pub struct ToolSpec {
     /// How long one call may take, in milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
+    /// May destroy or overwrite what is already there (MCP's
+    /// `destructiveHint`), as opposed to only adding to it. Said when an
+    /// approval is asked for; meaningful only with `side_effect`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub destructive: bool,
+    /// JSON Schema of the tool's output, where the tool publishes one (MCP's
+    /// `outputSchema`): the validator checks `${step.output.field}`
+    /// references against it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+}
+
+impl ToolSpec {
+    /// A read-only, non-idempotent tool taking any object, without a timeout.
+    pub fn new(name: impl Into<String>, description: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            description: description.into(),
+            args_schema: any_object_schema(),
+            side_effect: false,
+            idempotent: false,
+            timeout_ms: None,
+            destructive: false,
+            output_schema: None,
+        }
+    }
+
+    /// Replaces the argument schema.
+    #[must_use]
+    pub fn with_args_schema(mut self, schema: Value) -> Self {
+        self.args_schema = schema;
+        self
+    }
 }
 
 fn any_object_schema() -> Value {
@@ -237,6 +270,8 @@ impl ToolRegistry {
             side_effect: effects.side_effect,
             idempotent: effects.idempotent,
             timeout_ms: effects.timeout_ms,
+            destructive: false,
+            output_schema: None,
         };
         self.register_dyn(Arc::new(Typed { tool, spec }))
     }

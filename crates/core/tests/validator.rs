@@ -29,6 +29,8 @@ fn catalog() -> ToolCatalog {
             side_effect: false,
             idempotent: true,
             timeout_ms: None,
+            destructive: false,
+            output_schema: None,
         },
         ToolSpec {
             name: "send_mail".to_owned(),
@@ -41,7 +43,28 @@ fn catalog() -> ToolCatalog {
             side_effect: true,
             idempotent: false,
             timeout_ms: None,
+            destructive: false,
+            output_schema: None,
         },
+        // As an MCP server publishes it: an input and an output schema.
+        ToolSpec {
+            output_schema: Some(json!({
+                "type": "object",
+                "properties": {
+                    "content": {"type": "string"},
+                    "lines": {"type": "array", "items": {"type": "object", "properties": {"n": {"type": "integer"}}}},
+                    "meta": {"$ref": "#/$defs/meta"}
+                },
+                "required": ["content"],
+                "additionalProperties": false
+            })),
+            ..ToolSpec::new("fs.read_text_file", "Read a file")
+        }
+        .with_args_schema(json!({
+            "type": "object",
+            "properties": {"path": {"type": "string"}, "head": {"type": "number"}},
+            "required": ["path"]
+        })),
     ])
     .expect("the test catalogue compiles")
 }
@@ -78,6 +101,21 @@ fn search(id: &str, extra: Value) -> Value {
         "tool": "search",
         "args": {"query": id},
         "acceptance_criteria": ["at least one hit"]
+    });
+    if let (Value::Object(step), Value::Object(extra)) = (&mut step, extra) {
+        step.extend(extra);
+    }
+    step
+}
+
+/// A step reading a file through the MCP-like tool; `extra` merged over it.
+fn read(id: &str, extra: Value) -> Value {
+    let mut step = json!({
+        "id": id,
+        "description": format!("Read {id}"),
+        "tool": "fs.read_text_file",
+        "args": {"path": format!("{id}.md")},
+        "acceptance_criteria": ["the file"]
     });
     if let (Value::Object(step), Value::Object(extra)) = (&mut step, extra) {
         step.extend(extra);
@@ -253,6 +291,17 @@ fn rows() -> Vec<Row> {
             json!([
                 search("a", json!({})),
                 search("b", json!({"args": {"query": "$a"}})),
+            ]),
+        ),
+        row(
+            C::OutputSchemaMismatch,
+            Some("b"),
+            json!([
+                read("a", json!({})),
+                search(
+                    "b",
+                    json!({"depends_on": ["a"], "args": {"query": "${a.output.text}"}})
+                ),
             ]),
         ),
         Row {
@@ -815,5 +864,106 @@ fn diagnostics_serialise_with_stable_names() {
             .as_str()
             .unwrap()
             .contains("search, send_mail")
+    );
+}
+
+#[test]
+fn references_are_checked_against_the_output_schema_of_the_tool_they_read() {
+    use DiagnosticCode as C;
+    let after = |args: Value| search("b", json!({"depends_on": ["a"], "args": args}));
+    // Fields and elements the schema has pass, as do paths it cannot tell
+    // about (a `$ref`) and references to tools without an output schema.
+    for args in [
+        json!({"query": "${a.output.content}"}),
+        json!({"query": "${a.output.lines[2].n} lines"}),
+        json!({"query": "${a.output.meta.anything}"}),
+    ] {
+        check(&json!([read("a", json!({})), after(args.clone())]))
+            .unwrap_or_else(|d| panic!("{args}:\n{}", describe(&d)));
+    }
+    check(&json!([
+        search("a", json!({})),
+        after(json!({"query": "${a.output.whatever}"}))
+    ]))
+    .unwrap_or_else(|d| panic!("{}", describe(&d)));
+
+    let problems = |args: Value| {
+        check(&json!([read("a", json!({})), after(args)])).expect_err("a schema mismatch")
+    };
+    let d = problems(json!({"query": "${a.output.text}"}));
+    assert_eq!(codes(&d), [C::OutputSchemaMismatch]);
+    assert_eq!(d[0].path, "/steps/1/args");
+    assert!(
+        d[0].message.contains("${a.output.text}")
+            && d[0].message.contains("it has: content, lines, meta"),
+        "{}",
+        d[0].message
+    );
+    // A string has no fields, an object is not an array — in preconditions too.
+    let d = problems(json!({"query": "${a.output.content.first}"}));
+    assert!(
+        d[0].message
+            .contains("output.content is a string, which has no field `first`"),
+        "{}",
+        d[0].message
+    );
+    let d = problems(json!({"query": "${a.output.content[0]}"}));
+    assert!(d[0].message.contains("not an array"), "{}", d[0].message);
+    let d = check(&json!([
+        read("a", json!({})),
+        search("b", json!({"depends_on": ["a"], "preconditions": [{"check": "non_empty", "ref": "${a.output.items}"}]})),
+    ]))
+    .expect_err("a precondition on a field the output lacks");
+    assert_eq!(codes(&d), [C::OutputSchemaMismatch]);
+    assert_eq!(d[0].path, "/steps/1/preconditions/0/ref");
+}
+
+#[test]
+fn a_whole_reference_must_have_the_type_its_argument_asks_for() {
+    use DiagnosticCode as C;
+    // `query` wants a string; `lines` is an array and keeps its type.
+    let d = check(&json!([
+        read("a", json!({})),
+        search(
+            "b",
+            json!({"depends_on": ["a"], "args": {"query": "${a.output.lines}"}})
+        ),
+    ]))
+    .expect_err("an array for a string");
+    assert_eq!(codes(&d), [C::OutputSchemaMismatch]);
+    assert_eq!(d[0].path, "/steps/1/args/query");
+    assert!(
+        d[0].message
+            .contains("wants a string but ${a.output.lines} is an array"),
+        "{}",
+        d[0].message
+    );
+    // Inside longer text it is interpolated as text: no type to check.
+    check(&json!([
+        read("a", json!({})),
+        search(
+            "b",
+            json!({"depends_on": ["a"], "args": {"query": "lines: ${a.output.lines}"}})
+        ),
+    ]))
+    .unwrap_or_else(|d| panic!("{}", describe(&d)));
+    // An integer fills a number.
+    check(&json!([
+        read("a", json!({})),
+        read("b", json!({"depends_on": ["a"], "args": {"path": "${a.output.content}", "head": "${a.output.lines[0].n}"}})),
+    ]))
+    .unwrap_or_else(|d| panic!("{}", describe(&d)));
+}
+
+#[test]
+fn mcp_input_schemas_are_checked_before_anything_runs() {
+    use DiagnosticCode as C;
+    // `path` is required and a string; `head` a number.
+    let d = check(&json!([read("a", json!({"args": {"head": "ten"}}))])).expect_err("bad args");
+    assert_eq!(codes(&d), [C::ArgsSchemaMismatch, C::ArgsSchemaMismatch]);
+    let paths: BTreeSet<&str> = d.iter().map(|d| d.path.as_str()).collect();
+    assert_eq!(
+        paths,
+        BTreeSet::from(["/steps/0/args", "/steps/0/args/head"])
     );
 }

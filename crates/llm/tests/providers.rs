@@ -68,6 +68,8 @@ fn with_tools() -> ChatRequest {
         side_effect: false,
         idempotent: true,
         timeout_ms: None,
+        destructive: false,
+        output_schema: None,
     }];
     request
 }

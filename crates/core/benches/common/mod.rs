@@ -87,6 +87,8 @@ impl LatencyTool {
                 side_effect: false,
                 idempotent: true,
                 timeout_ms: None,
+                destructive: false,
+                output_schema: None,
             },
             latency,
         }

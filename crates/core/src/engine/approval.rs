@@ -46,6 +46,23 @@ pub struct ApprovalRequest<'a> {
     pub args_hash: &'a str,
 }
 
+impl ApprovalRequest<'_> {
+    /// The question put to a person: the step, its tool, a warning when the
+    /// tool says it may destroy or overwrite data (MCP's `destructiveHint`),
+    /// and the exact arguments the approval will be bound to.
+    pub fn question(&self) -> String {
+        let warning = if self.tool.destructive {
+            "; destructive: it may delete or overwrite data"
+        } else {
+            ""
+        };
+        format!(
+            "approve step {} ({}{warning}) with arguments {}?",
+            self.step, self.tool.name, self.args
+        )
+    }
+}
+
 /// An approver's answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ApprovalDecision {

@@ -230,6 +230,15 @@ pub fn references(value: &Value) -> (Vec<ArgRef>, Vec<RefSyntaxError>) {
     (refs, errors)
 }
 
+/// The reference a string consists of, if it is one whole reference
+/// (`"$a"`, `"${a.output.items}"`), which keeps the referenced value's JSON type.
+pub fn whole_reference(s: &str) -> Option<ArgRef> {
+    match parse_template(s) {
+        Ok(Some(Template::Whole(r))) => Some(r),
+        _ => None,
+    }
+}
+
 /// Whether a string holds at least one reference (a value the schema check must defer).
 pub fn is_reference(s: &str) -> bool {
     matches!(

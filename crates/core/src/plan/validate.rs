@@ -10,7 +10,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::args::{mentions_open, open_hint, references};
+use super::args::{ArgRef, PathSegment, mentions_open, open_hint, references, whole_reference};
 use super::dag::DepGraph;
 use super::{Plan, Precondition, Step};
 use crate::goal::Constraints;
@@ -62,13 +62,16 @@ pub enum DiagnosticCode {
     UnknownReference,
     /// A reference names a step that is not a (transitive) dependency.
     ReferenceNotDependency,
+    /// A reference reads a field the referenced tool's output schema does
+    /// not have, or a value of the wrong type for the argument it fills.
+    OutputSchemaMismatch,
     /// More steps than `max_steps`.
     TooManySteps,
 }
 
 impl DiagnosticCode {
     /// Every code, in documentation order.
-    pub const ALL: [DiagnosticCode; 19] = [
+    pub const ALL: [DiagnosticCode; 20] = [
         Self::InvalidPlan,
         Self::EmptyPlan,
         Self::MissingField,
@@ -87,6 +90,7 @@ impl DiagnosticCode {
         Self::MalformedReference,
         Self::UnknownReference,
         Self::ReferenceNotDependency,
+        Self::OutputSchemaMismatch,
         Self::TooManySteps,
     ];
 
@@ -117,6 +121,7 @@ impl DiagnosticCode {
             Self::MalformedReference => "malformed_reference",
             Self::UnknownReference => "unknown_reference",
             Self::ReferenceNotDependency => "reference_not_dependency",
+            Self::OutputSchemaMismatch => "output_schema_mismatch",
             Self::TooManySteps => "too_many_steps",
         }
     }
@@ -204,6 +209,8 @@ struct StepFacts<'v> {
     agent: Option<super::AgentType>,
     /// Strings that may hold references: `args` and preconditions' `ref`s.
     ref_sources: Vec<(String, &'v Value)>,
+    /// The tool it calls, if the catalogue has it.
+    tool: Option<String>,
 }
 
 impl Checker<'_> {
@@ -324,6 +331,7 @@ impl Checker<'_> {
             status: StepStatus::Pending,
             agent: None,
             ref_sources: Vec::new(),
+            tool: None,
         };
         let Value::Object(obj) = value else {
             self.step_diag(
@@ -435,6 +443,9 @@ impl Checker<'_> {
         };
         if let Some(tool) = tool {
             self.check_tool(tool, args, facts.status, &facts);
+            if self.limits.tools.spec(tool).is_some() {
+                facts.tool = Some(tool.to_owned());
+            }
         }
         facts
     }
@@ -605,6 +616,88 @@ impl Checker<'_> {
         }
     }
 
+    /// What is wrong with reference `r` to step `target`, given the output
+    /// schema of `target`'s tool (nothing, if the tool publishes none).
+    fn output_problem(&self, r: &ArgRef, target: &StepFacts<'_>) -> Option<String> {
+        let tool = target.tool.as_deref()?;
+        let schema = self.limits.tools.spec(tool)?.output_schema.as_ref()?;
+        walk_output(schema, &r.path).err().map(|why| {
+            format!(
+                "refers to {} of {}, but {tool}'s output schema {why}",
+                render_path(r),
+                r.step
+            )
+        })
+    }
+
+    /// A whole-value reference as a top-level argument (`"q": "${a.output.n}"`)
+    /// keeps its JSON type: it must be of the type the argument's schema asks for.
+    fn check_reference_types(
+        &mut self,
+        f: &StepFacts<'_>,
+        steps: &BTreeMap<&StepId, &StepFacts<'_>>,
+    ) {
+        let Some(spec) = f.tool.as_deref().and_then(|t| self.limits.tools.spec(t)) else {
+            return;
+        };
+        let Some(Value::Object(args)) = f
+            .ref_sources
+            .iter()
+            .find(|(p, _)| p.ends_with("/args"))
+            .map(|(_, v)| *v)
+        else {
+            return;
+        };
+        let mut problems = Vec::new();
+        for (key, value) in args {
+            let Some(r) = value.as_str().and_then(whole_reference) else {
+                continue;
+            };
+            let Some(wanted) = spec
+                .args_schema
+                .get("properties")
+                .and_then(|p| p.get(key))
+                .and_then(simple_type)
+            else {
+                continue;
+            };
+            let Some(target) = steps.get(&r.step) else {
+                continue;
+            };
+            let Some(schema) = target
+                .tool
+                .as_deref()
+                .and_then(|t| self.limits.tools.spec(t))
+                .and_then(|s| s.output_schema.as_ref())
+            else {
+                continue;
+            };
+            let Ok(Some(found)) = walk_output(schema, &r.path) else {
+                continue;
+            };
+            let Some(given) = simple_type(found) else {
+                continue;
+            };
+            let compatible = given == wanted || (wanted == "number" && given == "integer");
+            if !compatible {
+                problems.push((
+                    format!("/steps/{}/args/{key}", f.index),
+                    format!(
+                        "argument `{key}` of {} wants {} but {} is {} (by {}'s output schema)",
+                        spec.name,
+                        a_type(wanted),
+                        render_path(&r),
+                        a_type(given),
+                        target.tool.as_deref().unwrap_or_default()
+                    ),
+                ));
+            }
+        }
+        for (path, message) in problems {
+            self.step_diag(DiagnosticCode::OutputSchemaMismatch, f, path, message);
+        }
+    }
+
     /// Second pass: ids, dependencies, cycles, references, size.
     fn check_graph(&mut self, facts: &[StepFacts<'_>]) {
         let mut first: BTreeMap<&StepId, &StepFacts<'_>> = BTreeMap::new();
@@ -725,9 +818,19 @@ impl Checker<'_> {
                                 r.step
                             ),
                         );
+                    } else if let Some(problem) =
+                        first.get(&r.step).and_then(|d| self.output_problem(&r, d))
+                    {
+                        self.step_diag(
+                            DiagnosticCode::OutputSchemaMismatch,
+                            f,
+                            path.clone(),
+                            problem,
+                        );
                     }
                 }
             }
+            self.check_reference_types(f, &first);
         }
         let counted = facts
             .iter()
@@ -779,6 +882,127 @@ fn kind(v: &Value) -> &'static str {
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
     }
+}
+
+/// `${a.output.x[0]}` as written, for messages.
+fn render_path(r: &ArgRef) -> String {
+    let mut text = format!("${{{}.output", r.step);
+    for seg in &r.path {
+        match seg {
+            PathSegment::Key(k) => {
+                text.push('.');
+                text.push_str(k);
+            }
+            PathSegment::Index(i) => text.push_str(&format!("[{i}]")),
+        }
+    }
+    text.push('}');
+    text
+}
+
+/// The one JSON type a schema allows, if it names exactly one.
+fn simple_type(schema: &Value) -> Option<&str> {
+    match schema.get("type")? {
+        Value::String(t) => Some(t),
+        Value::Array(types) if types.len() == 1 => types[0].as_str(),
+        _ => None,
+    }
+}
+
+fn a_type(t: &str) -> String {
+    match t {
+        "object" | "array" | "integer" => format!("an {t}"),
+        other => format!("a {other}"),
+    }
+}
+
+/// Follows `path` through an output schema. `Ok(Some(schema))`: the schema
+/// of the value there; `Ok(None)`: the schema cannot tell (a `$ref`, a
+/// combinator, no constraint); `Err`: the schema rules the path out, said as
+/// the end of a sentence ("has no field `x` …").
+fn walk_output<'s>(schema: &'s Value, path: &[PathSegment]) -> Result<Option<&'s Value>, String> {
+    const UNKNOWABLE: [&str; 7] = [
+        "$ref",
+        "anyOf",
+        "oneOf",
+        "allOf",
+        "not",
+        "if",
+        "$dynamicRef",
+    ];
+    let mut current = schema;
+    let mut walked = String::from("output");
+    for seg in path {
+        let Value::Object(obj) = current else {
+            return Ok(None);
+        };
+        if UNKNOWABLE.iter().any(|k| obj.contains_key(*k)) {
+            return Ok(None);
+        }
+        let types: Vec<&str> = match obj.get("type") {
+            Some(Value::String(t)) => vec![t.as_str()],
+            Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
+            _ => Vec::new(),
+        };
+        match seg {
+            PathSegment::Key(k) => {
+                if !types.is_empty() && !types.contains(&"object") {
+                    return Err(format!(
+                        "says {walked} is {}, which has no field `{k}`",
+                        a_type(types[0])
+                    ));
+                }
+                let props = obj.get("properties").and_then(Value::as_object);
+                if let Some(next) = props.and_then(|p| p.get(k)) {
+                    current = next;
+                } else {
+                    match obj.get("additionalProperties") {
+                        Some(extra @ Value::Object(_)) => current = extra,
+                        Some(Value::Bool(true)) => return Ok(None),
+                        _ if obj.contains_key("patternProperties") => return Ok(None),
+                        extra
+                            if extra == Some(&Value::Bool(false))
+                                || (extra.is_none() && props.is_some()) =>
+                        {
+                            let mut known: Vec<&str> = props
+                                .into_iter()
+                                .flatten()
+                                .map(|(n, _)| n.as_str())
+                                .collect();
+                            known.sort_unstable();
+                            return Err(format!(
+                                "has no field `{k}` in {walked} (it has: {})",
+                                if known.is_empty() {
+                                    "none".to_owned()
+                                } else {
+                                    known.join(", ")
+                                }
+                            ));
+                        }
+                        _ => return Ok(None),
+                    }
+                }
+                walked.push('.');
+                walked.push_str(k);
+            }
+            PathSegment::Index(i) => {
+                if !types.is_empty() && !types.contains(&"array") {
+                    return Err(format!(
+                        "says {walked} is {}, not an array",
+                        a_type(types[0])
+                    ));
+                }
+                let prefix = obj.get("prefixItems").and_then(Value::as_array);
+                match (prefix.and_then(|p| p.get(*i)), obj.get("items")) {
+                    (Some(item), _) => current = item,
+                    (None, Some(items @ Value::Object(_))) => current = items,
+                    _ => return Ok(None),
+                }
+                walked.push_str(&format!("[{i}]"));
+            }
+        }
+    }
+    Ok(Some(current))
 }
 
 /// Steps that passed every check of [`validate`], in plan order. Only

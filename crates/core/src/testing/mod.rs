@@ -306,6 +306,8 @@ impl FnTool {
             side_effect: false,
             idempotent: true,
             timeout_ms: None,
+            destructive: false,
+            output_schema: None,
         };
         Self {
             spec,
