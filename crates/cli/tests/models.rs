@@ -708,3 +708,147 @@ fn an_empty_answer_is_reported_as_an_empty_answer() {
     assert!(!stderr.contains("not a string"), "{stderr}");
     assert_eq!(server.requests().len(), 2);
 }
+
+/// The parts of a run's JSON that must not depend on where it was
+/// interrupted: status, report, each step's output and its attempts — less
+/// the attempts a crash cut short (`step_interrupted`), which were made —
+/// gaps, evidence.
+fn settled(v: &Value) -> Value {
+    let interrupted = |step: &str| {
+        v["execution_history"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["kind"] == "step_interrupted" && e["step"] == step)
+            .count() as u64
+    };
+    let steps: serde_json::Map<String, Value> = v["step_results"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(id, r)| {
+            let attempts = r["attempts"].as_u64().unwrap() - interrupted(id);
+            (
+                id.clone(),
+                json!({"output": r["output"], "attempts": attempts}),
+            )
+        })
+        .collect();
+    json!({"status": v["status"], "report": v["final_report"], "steps": steps,
+           "gaps": v["knowledge_gaps"], "evidence": v["evidence"]})
+}
+
+/// `usage.llm_calls` and the number of `model_called` events of a run.
+fn calls_counted(v: &Value) -> (u64, usize) {
+    let events = v["execution_history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "model_called")
+        .count();
+    (v["usage"]["llm_calls"].as_u64().unwrap(), events)
+}
+
+#[test]
+fn a_recorded_model_answer_is_never_asked_for_again_after_a_crash() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let notes = notes();
+    let start = |env: &Env, base: &str, id: &str, failpoint: Option<String>| {
+        let mut cmd = Stepwise::new()
+            .current_dir(&env.dir)
+            .arg("--db")
+            .arg(env.dir.join("runs.db"))
+            .args([
+                "run",
+                "What is our latency budget?",
+                "--notes",
+                &notes,
+                "--model",
+                "openai:gpt-test",
+                "--json",
+                "--quiet",
+                "--run-id",
+                id,
+            ])
+            .env("OPENAI_API_KEY", KEY)
+            .env("OPENAI_BASE_URL", base)
+            .env_remove("STEPWISE_MODEL");
+        if let Some(f) = failpoint {
+            cmd = cmd.env("STEPWISE_FAILPOINT", &f);
+        }
+        cmd.output()
+    };
+    let queue = |server: &FakeServer| {
+        server
+            .push(answer(&plan()))
+            .push(answer(&assessment()))
+            .push(answer(&report()));
+    };
+    let reference_server = rt.block_on(FakeServer::start());
+    queue(&reference_server);
+    let env = Env::new("exactly-once-ref");
+    let reference = start(
+        &env,
+        &format!("{}/v1", reference_server.url),
+        "run_ref",
+        None,
+    );
+    assert_eq!(
+        reference.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&reference.stderr)
+    );
+    let reference: Value = serde_json::from_slice(&reference.stdout).unwrap();
+    let expected = settled(&reference);
+    assert_eq!(calls_counted(&reference), (3, 3));
+    for (aborted, n) in (1..200).enumerate() {
+        let server = rt.block_on(FakeServer::start());
+        queue(&server);
+        let base = format!("{}/v1", server.url);
+        let env = Env::new(&format!("exactly-once-{n}"));
+        let id = format!("run_{n}");
+        let first = start(&env, &base, &id, Some(format!("abort-after-writes={n}")));
+        if first.status.success() {
+            // N is past the last write: the run finished untouched.
+            assert!(aborted > 5, "only {aborted} abort points were exercised");
+            return;
+        }
+        assert_eq!(first.status.code(), None, "n={n}: expected an abort");
+        let second = env.stepwise(&base, &["resume", &id, "--json", "--quiet"]);
+        let stderr = String::from_utf8_lossy(&second.stderr);
+        let bodies: Vec<String> = server
+            .requests()
+            .iter()
+            .map(|r| r.body.to_string())
+            .collect();
+        let mut distinct = bodies.clone();
+        distinct.sort();
+        distinct.dedup();
+        assert_eq!(
+            distinct.len(),
+            bodies.len(),
+            "n={n}: a request was sent again after the crash ({} requests, {} distinct)",
+            bodies.len(),
+            distinct.len()
+        );
+        if stderr.contains("no run with id") {
+            continue; // aborted before the run was recorded
+        }
+        let state: Value = if stderr.contains("already ended") {
+            let shown = env.stepwise(&base, &["show", &id, "--json"]);
+            serde_json::from_slice(&shown.stdout).unwrap()
+        } else {
+            assert_eq!(second.status.code(), Some(0), "n={n}: {stderr}");
+            serde_json::from_slice(&second.stdout).unwrap()
+        };
+        assert_eq!(bodies.len(), 3, "n={n}: each answer asked for once");
+        assert_eq!(settled(&state), expected, "n={n}");
+        assert_eq!(
+            calls_counted(&state),
+            (3, 3),
+            "n={n}: usage = model_called events"
+        );
+    }
+    panic!("the run never completed without aborting");
+}

@@ -517,6 +517,21 @@ pub trait EventSink: Send + Sync {
         run: &'a RunId,
         event: &'a Event,
     ) -> BoxFuture<'a, Result<(), SinkError>>;
+
+    /// Records consecutive events together: a durable sink writes them in
+    /// one transaction, all or none (the default records them one by one).
+    fn record_all<'a>(
+        &'a self,
+        run: &'a RunId,
+        events: &'a [Event],
+    ) -> BoxFuture<'a, Result<(), SinkError>> {
+        Box::pin(async move {
+            for event in events {
+                self.record(run, event).await?;
+            }
+            Ok(())
+        })
+    }
 }
 
 impl<S: EventSink + ?Sized> EventSink for Arc<S> {
@@ -526,6 +541,14 @@ impl<S: EventSink + ?Sized> EventSink for Arc<S> {
         event: &'a Event,
     ) -> BoxFuture<'a, Result<(), SinkError>> {
         (**self).record(run, event)
+    }
+
+    fn record_all<'a>(
+        &'a self,
+        run: &'a RunId,
+        events: &'a [Event],
+    ) -> BoxFuture<'a, Result<(), SinkError>> {
+        (**self).record_all(run, events)
     }
 }
 

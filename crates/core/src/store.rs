@@ -259,6 +259,22 @@ impl EventSink for StoreSink {
                 })
         })
     }
+
+    fn record_all<'a>(
+        &'a self,
+        run: &'a RunId,
+        events: &'a [Event],
+    ) -> BoxFuture<'a, Result<(), SinkError>> {
+        Box::pin(async move {
+            self.store
+                .append(run, events, self.fence)
+                .await
+                .map_err(|e| SinkError {
+                    seq: events.first().map_or(0, |e| e.seq),
+                    message: e.to_string(),
+                })
+        })
+    }
 }
 
 /// A store in memory: for tests, and for runs that need no durability.

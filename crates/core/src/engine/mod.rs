@@ -250,6 +250,11 @@ struct Run<'e> {
     /// A report written but citing no evidence: the partial brief of the
     /// review it leads to, with what writing it cost.
     partial: Option<(crate::event::Brief, crate::usage::Usage)>,
+    /// Events at the end of the history not yet handed to the sinks: the
+    /// model calls behind an answer wait for the event that acts on it and
+    /// go with it in one append, so a crash never keeps an answer without
+    /// its decision — and a resume never asks the model for it again.
+    unsent: usize,
 }
 
 type NodeResult = Result<Result<Node, RoleError>, EngineError>;
@@ -282,7 +287,9 @@ impl Run<'_> {
             }
             node = next;
         }
-        Ok(())
+        // Model calls whose answer nothing acted on (a run paused or ended
+        // right after them) are still on record.
+        self.flush().await
     }
 }
 
@@ -368,6 +375,7 @@ impl<'e> Run<'e> {
             review_usage: crate::usage::Usage::default(),
             review_ask_again: false,
             partial: None,
+            unsent: 0,
         }
     }
 
@@ -382,16 +390,34 @@ impl<'e> Run<'e> {
             at: Utc::now(),
             kind,
         };
+        let waits = matches!(event.kind, EventKind::ModelCalled { .. });
         let applied = self.state.apply_owned(event);
         async move {
             applied?;
-            if let Some(event) = self.state.execution_history.last() {
-                for sink in &self.engine.sinks {
-                    sink.record(&self.state.run_id, event).await?;
-                }
+            self.unsent += 1;
+            if waits {
+                return Ok(());
             }
-            Ok(())
+            self.flush().await
         }
+    }
+
+    /// Hands the events not yet sent to every sink, together.
+    async fn flush(&mut self) -> Result<(), EngineError> {
+        let history = &self.state.execution_history;
+        let Some(from) = history.len().checked_sub(self.unsent) else {
+            return Err(EngineError::Invariant(
+                "more unsent events than events".to_owned(),
+            ));
+        };
+        if from < history.len() {
+            for sink in &self.engine.sinks {
+                sink.record_all(&self.state.run_id, &history[from..])
+                    .await?;
+            }
+        }
+        self.unsent = 0;
+        Ok(())
     }
 
     fn goal(&self) -> Result<&Goal, EngineError> {
