@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 use stepwise_core::strategy::{DEFAULT_STRATEGY, StrategyRegistry};
 
-use crate::error::ErrorKind::{AwaitingApproval, Cancelled, Failed, NeedsReview, Usage};
+use crate::error::ErrorKind::{
+    AwaitingApproval, Cancelled, Failed, Interrupted, NeedsReview, Usage,
+};
 use crate::error::{exit_codes, exit_codes_help};
 
 /// Stepwise: a plan-and-execute runtime for LLM agents.
@@ -35,11 +37,11 @@ pub(crate) enum Command {
     ///
     /// The brief (Markdown, or the full result with --json) goes to stdout;
     /// live progress goes to stderr. The run's status is the exit status.
-    #[command(after_help = exit_codes(&[Failed, Usage, NeedsReview, AwaitingApproval, Cancelled]))]
-    Run(RunArgs),
+    #[command(after_help = exit_codes(&[Failed, Usage, NeedsReview, AwaitingApproval, Cancelled, Interrupted]))]
+    Run(Box<RunArgs>),
     /// Continue a run: after a crash, or from a breakpoint once a person has
     /// acted (approve, reject, or new bounds such as --max-replans).
-    #[command(after_help = exit_codes(&[Failed, Usage, NeedsReview, AwaitingApproval, Cancelled]))]
+    #[command(after_help = exit_codes(&[Failed, Usage, NeedsReview, AwaitingApproval, Cancelled, Interrupted]))]
     Resume(ResumeArgs),
     /// List runs: id, goal, status, start, steps done/total, replans, tokens.
     Runs(RunsArgs),
@@ -60,7 +62,10 @@ pub(crate) enum Command {
     /// Check plan files and print the plan format.
     #[command(subcommand)]
     Plan(PlanCommand),
-    /// List the built-in tools.
+    /// List the tools a run can call: the built-in ones and those of the MCP
+    /// servers in stepwise.toml (started to ask them), with their source,
+    /// side-effect class and, with --json, their schemas.
+    #[command(after_help = exit_codes(&[Failed, Usage]))]
     Tools(ToolsArgs),
     /// List the strategies `run --strategy` and `bench` accept.
     Strategies(StrategiesArgs),
@@ -190,6 +195,14 @@ pub(crate) struct RunArgs {
     #[arg(long, value_name = "DIR")]
     pub(crate) prompts: Option<PathBuf>,
 
+    /// Also use the tools of this MCP server, for this run (repeatable):
+    /// `NAME=COMMAND ARGS…` (a stdio server, e.g. `fs="npx -y
+    /// @modelcontextprotocol/server-filesystem ./data"`) or `NAME=URL`
+    /// (streamable HTTP). Its tools are named `NAME.tool`; servers
+    /// configured in stepwise.toml (`[mcp.servers.NAME]`) are used too.
+    #[arg(long, value_name = "NAME=COMMAND")]
+    pub(crate) mcp: Vec<String>,
+
     /// Use this run id (for scripts and tests); default: a fresh one.
     #[arg(long, value_name = "ID", hide = true)]
     pub(crate) run_id: Option<String>,
@@ -313,9 +326,15 @@ pub(crate) struct CancelArgs {
 
 #[derive(Debug, Args)]
 pub(crate) struct ToolsArgs {
-    /// Print the tools' full specs (with argument schemas) as JSON.
+    /// Print the tools' full specs (with argument and output schemas, source
+    /// and side-effect class) as JSON.
     #[arg(long)]
     pub(crate) json: bool,
+
+    /// Also list the tools of this MCP server (see `run --mcp`); those
+    /// configured in stepwise.toml are always listed.
+    #[arg(long, value_name = "NAME=COMMAND")]
+    pub(crate) mcp: Vec<String>,
 }
 
 #[derive(Debug, Args)]

@@ -4,6 +4,9 @@
 //! `[openai.retry]` and the like), and an optional price table that turns
 //! tokens into cost. Keys are read from the environment (or `.env`) only —
 //! never from `stepwise.toml`, and never printed or stored.
+//!
+//! Also the MCP servers whose tools a run may call (`[mcp.servers.NAME]`,
+//! see [`stepwise_mcp::ServerConfig`]), merged with `--mcp NAME=COMMAND`.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -130,6 +133,16 @@ struct FileConfig {
     /// Model spec (e.g. `openai:gpt-4o-mini`) -> price.
     #[serde(default)]
     prices: BTreeMap<String, Price>,
+    /// `[mcp.servers.NAME]`: MCP servers whose tools runs may call.
+    mcp: Option<McpTable>,
+}
+
+/// `[mcp]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct McpTable {
+    #[serde(default)]
+    servers: BTreeMap<String, stepwise_mcp::ServerConfig>,
 }
 
 impl FileConfig {
@@ -178,6 +191,8 @@ impl fmt::Debug for ModelChoice {
 #[derive(Debug, Default)]
 pub(crate) struct Config {
     file: FileConfig,
+    /// The folder `stepwise.toml` was looked for in.
+    dir: PathBuf,
 }
 
 impl Config {
@@ -202,16 +217,55 @@ impl Config {
         } else {
             FileConfig::default()
         };
-        Ok(Config { file })
+        Ok(Config {
+            file,
+            dir: dir.to_path_buf(),
+        })
     }
 
     /// `stepwise.toml`'s text, checked.
     fn parse(text: &str) -> Result<FileConfig, String> {
         let file: FileConfig = toml::from_str(text).map_err(|e| e.to_string())?;
-        match file.retry_problem() {
-            Some(problem) => Err(problem),
-            None => Ok(file),
+        if let Some(problem) = file.retry_problem() {
+            return Err(problem);
         }
+        for (name, server) in file.mcp.iter().flat_map(|m| &m.servers) {
+            server
+                .check(name)
+                .map_err(|e| format!("[mcp.servers.{name}]: {e}"))?;
+        }
+        Ok(file)
+    }
+
+    /// The MCP servers a run uses: `stepwise.toml`'s (their `cwd` resolved
+    /// against its folder), then each `--mcp NAME=COMMAND` (or `NAME=URL`),
+    /// which replaces a configured server of the same name. A malformed flag
+    /// is a usage error.
+    pub(crate) fn mcp_servers(
+        &self,
+        flags: &[String],
+        cwd: &Path,
+    ) -> anyhow::Result<BTreeMap<String, stepwise_mcp::ServerConfig>> {
+        let mut servers: BTreeMap<_, _> = self
+            .file
+            .mcp
+            .iter()
+            .flat_map(|m| &m.servers)
+            .map(|(name, server)| (name.clone(), server.clone().resolve(&self.dir)))
+            .collect();
+        for flag in flags {
+            let bad = |why: &dyn fmt::Display| {
+                anyhow::Error::new(UsageError(anyhow!("--mcp {flag}: {why}")))
+            };
+            let Some((name, spec)) = flag.split_once('=') else {
+                return Err(bad(&"expected NAME=COMMAND (or NAME=URL)"));
+            };
+            let name = name.trim();
+            let server = stepwise_mcp::ServerConfig::from_flag(spec).map_err(|e| bad(&e))?;
+            server.check(name).map_err(|e| bad(&e))?;
+            servers.insert(name.to_owned(), server.resolve(cwd));
+        }
+        Ok(servers)
     }
 
     /// `[provider.retry]` over `[retry]`, for a spec's provider (script
@@ -304,7 +358,10 @@ mod tests {
              [anthropic.retry]\nmax_attempts = 2\nfirst_byte_timeout_ms = 1500\n",
         )
         .unwrap();
-        let config = Config { file };
+        let config = Config {
+            file,
+            ..Config::default()
+        };
         let openai = config.call_policy("openai:gpt-4o-mini");
         assert_eq!(
             (openai.retry.max_attempts, openai.retry.max_delay_ms),
@@ -338,6 +395,73 @@ mod tests {
             Timeouts::for_provider(Provider::Ollama).first_byte_ms
         );
         assert_eq!(Config::default().call_policy("openai:m"), defaults);
+    }
+
+    #[test]
+    fn mcp_servers_come_from_the_file_then_the_flags() {
+        let file = Config::parse(
+            "[mcp.servers.fs]\ncommand = \"npx\"\nargs = [\"-y\", \"server-filesystem\", \"./data\"]\n\
+             env = { SOME_VAR = \"x\" }\ntimeout_ms = 5000\n\
+             [mcp.servers.fs.tools.write_file]\nside_effect = true\nidempotent = false\n\
+             [mcp.servers.search]\nurl = \"http://127.0.0.1:8931/mcp\"\nbearer_token_env = \"SEARCH_MCP_TOKEN\"\n",
+        )
+        .unwrap();
+        let config = Config {
+            file,
+            dir: PathBuf::from("/proj"),
+        };
+        let servers = config
+            .mcp_servers(&["mem=node memory.js --x".to_owned()], Path::new("/cwd"))
+            .unwrap();
+        let names: Vec<&str> = servers.keys().map(String::as_str).collect();
+        assert_eq!(names, ["fs", "mem", "search"]);
+        let fs = &servers["fs"];
+        assert_eq!(
+            fs.cwd.as_deref(),
+            Some(Path::new("/proj")),
+            "the file's folder"
+        );
+        assert_eq!(fs.env["SOME_VAR"], "x");
+        assert_eq!(fs.tools["write_file"].side_effect, Some(true));
+        assert_eq!(fs.timeout_ms("write_file"), 5000);
+        assert_eq!(servers["mem"].cwd.as_deref(), Some(Path::new("/cwd")));
+        assert_eq!(servers["mem"].args, ["memory.js", "--x"]);
+        assert_eq!(
+            servers["search"].bearer_token_env.as_deref(),
+            Some("SEARCH_MCP_TOKEN")
+        );
+        // A flag replaces the configured server of its name.
+        let replaced = config
+            .mcp_servers(&["fs=http://127.0.0.1:1/mcp".to_owned()], Path::new("/cwd"))
+            .unwrap();
+        assert_eq!(
+            replaced["fs"].url.as_deref(),
+            Some("http://127.0.0.1:1/mcp")
+        );
+        for bad in ["fs", "a.b=node x", "x="] {
+            let err = config
+                .mcp_servers(&[bad.to_owned()], Path::new("/"))
+                .unwrap_err();
+            assert!(err.downcast_ref::<UsageError>().is_some(), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn unknown_or_senseless_mcp_keys_are_refused() {
+        let err = Config::parse("[mcp.servers.fs]\ncommand = \"x\"\nargz = []\n").unwrap_err();
+        assert!(err.contains("unknown field `argz`"), "{err}");
+        let err = Config::parse("[mcp.servers.fs.tools.w]\nside_effects = true\n").unwrap_err();
+        assert!(err.contains("unknown field `side_effects`"), "{err}");
+        let err = Config::parse("[mcp.server.fs]\ncommand = \"x\"\n").unwrap_err();
+        assert!(err.contains("unknown field `server`"), "{err}");
+        let err = Config::parse("[mcp.servers.fs]\nargs = [\"x\"]\n").unwrap_err();
+        assert!(
+            err.contains("[mcp.servers.fs]") && err.contains("needs `command`"),
+            "{err}"
+        );
+        let err = Config::parse("[mcp.servers.s]\nurl = \"http://x\"\nbearer_token = \"secret\"\n")
+            .unwrap_err();
+        assert!(err.contains("unknown field `bearer_token`"), "{err}");
     }
 
     #[test]

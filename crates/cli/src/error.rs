@@ -25,16 +25,20 @@ pub(crate) enum ErrorKind {
     AwaitingApproval,
     /// A run was cancelled.
     Cancelled,
+    /// The process was interrupted (Ctrl-C, SIGTERM) mid-run; `stepwise
+    /// resume` continues the run. 130, as shells report a SIGINT.
+    Interrupted,
 }
 
 impl ErrorKind {
     /// Every kind, in exit-code order (the help text lists them so).
-    pub(crate) const ALL: [ErrorKind; 5] = [
+    pub(crate) const ALL: [ErrorKind; 6] = [
         ErrorKind::Failed,
         ErrorKind::Usage,
         ErrorKind::NeedsReview,
         ErrorKind::AwaitingApproval,
         ErrorKind::Cancelled,
+        ErrorKind::Interrupted,
     ];
 
     /// The process exit code; 0 is success and belongs to no kind.
@@ -45,6 +49,7 @@ impl ErrorKind {
             ErrorKind::NeedsReview => 3,
             ErrorKind::AwaitingApproval => 4,
             ErrorKind::Cancelled => 5,
+            ErrorKind::Interrupted => 130,
         }
     }
 
@@ -64,6 +69,9 @@ impl ErrorKind {
                 "the run waits for an approval (`stepwise approve RUN`, then `stepwise resume RUN`)"
             }
             ErrorKind::Cancelled => "the run was cancelled",
+            ErrorKind::Interrupted => {
+                "interrupted (Ctrl-C) mid-run, its MCP servers stopped; `stepwise resume RUN` continues it"
+            }
         }
     }
 
@@ -178,6 +186,8 @@ impl From<anyhow::Error> for CliError {
     fn from(err: anyhow::Error) -> CliError {
         let kind = if err.downcast_ref::<UsageError>().is_some() {
             ErrorKind::Usage
+        } else if err.downcast_ref::<crate::mcp::Interrupted>().is_some() {
+            ErrorKind::Interrupted
         } else {
             ErrorKind::Failed
         };
@@ -197,13 +207,14 @@ mod tests {
     #[test]
     fn every_kind_has_its_own_code_and_help_line() {
         let codes: Vec<u8> = ErrorKind::ALL.iter().map(|k| k.code()).collect();
-        assert_eq!(codes, [1, 2, 3, 4, 5]);
+        assert_eq!(codes, [1, 2, 3, 4, 5, 130]);
         let expected = [
             (ErrorKind::Failed, 1),
             (ErrorKind::Usage, 2),
             (ErrorKind::NeedsReview, 3),
             (ErrorKind::AwaitingApproval, 4),
             (ErrorKind::Cancelled, 5),
+            (ErrorKind::Interrupted, 130),
         ];
         let help = exit_codes_help();
         for (kind, code) in expected {

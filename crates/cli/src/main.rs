@@ -9,6 +9,7 @@
 //! - [`session`]: the run's recorded settings, the one engine builder
 //!   (`run`, `resume`, `replay`, `bench`) and the lease-holding session;
 //! - [`render`]: the text every command shares; [`progress`]: the live display;
+//! - [`mcp`]: a run's MCP servers (started, logged, stopped);
 //! - [`error`]: exit codes; [`config`]: the model and prices; [`db`]: the run
 //!   database; [`input`]: JSON inputs; [`review`]: fixes and hints for a
 //!   person; [`output`]: writing to the terminal.
@@ -19,6 +20,7 @@ mod config;
 mod db;
 mod error;
 mod input;
+mod mcp;
 mod output;
 mod progress;
 mod render;

@@ -69,6 +69,9 @@ pub(crate) fn fix(d: &Diagnostic, state: &RunState, host: Option<&Host>) -> Stri
         DiagnosticCode::ReferenceNotDependency => {
             format!("{step}: add the step it refers to to its `depends_on`")
         }
+        DiagnosticCode::OutputSchemaMismatch => {
+            "refer to a field the tool's output has, of the type the argument wants (its `output_schema` in `stepwise tools --json`)".to_owned()
+        }
         DiagnosticCode::TooManySteps => "remove steps, or raise --max-steps".to_owned(),
         DiagnosticCode::InvalidPlan
         | DiagnosticCode::EmptyPlan

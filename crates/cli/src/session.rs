@@ -4,6 +4,7 @@
 //! the [`Session`] that holds a run's lease while it is worked on, with live
 //! progress.
 
+use std::collections::BTreeMap;
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -65,6 +66,11 @@ pub(crate) struct Host {
     /// Prompt templates overriding the built-in ones.
     #[serde(default)]
     pub(crate) prompts: Option<PathBuf>,
+    /// The MCP servers whose tools the run may call (from stepwise.toml and
+    /// `--mcp`, their folders absolute), so a resume starts the same ones.
+    /// A bearer token is named by its variable, never recorded.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) mcp: BTreeMap<String, stepwise_mcp::ServerConfig>,
     /// The strategy's name. Not stored here: the run records it in
     /// `run_started.strategy`, and [`Host::of`] reads it from there.
     #[serde(skip)]
@@ -154,10 +160,7 @@ fn ask(question: &str) -> Option<bool> {
 #[async_trait]
 impl Approver for Ask {
     async fn decide(&self, r: ApprovalRequest<'_>) -> ApprovalDecision {
-        let question = format!(
-            "\napprove step {} ({}) with arguments {}?",
-            r.step, r.tool.name, r.args
-        );
+        let question = format!("\n{}", r.question());
         match tokio::task::spawn_blocking(move || ask(&question))
             .await
             .ok()
@@ -282,7 +285,15 @@ pub(crate) fn note_skipped(loaded: &LoadedCorpus) {
     }
 }
 
-/// The tools a run with these settings can call, by name.
+/// Whether `tool` is named as one of the run's MCP servers' tools
+/// (`NAME.tool`): which tools a server has is known once it has started,
+/// and the plan validator checks the name then.
+pub(crate) fn from_mcp(tool: &str, host: &Host) -> bool {
+    tool.split_once('.')
+        .is_some_and(|(server, name)| !name.is_empty() && host.mcp.contains_key(server))
+}
+
+/// The built-in tools a run with these settings can call, by name.
 pub(crate) fn available_tools(host: &Host) -> Vec<String> {
     crate::cmd::tools::builtin_specs()
         .into_iter()
@@ -311,6 +322,7 @@ pub(crate) struct EngineBuilder<'a> {
     host: Option<&'a Host>,
     approve: ApproveMode,
     replay_of: Option<&'a RunState>,
+    extra_tools: Vec<Arc<dyn stepwise_core::DynTool>>,
 }
 
 impl<'a> EngineBuilder<'a> {
@@ -324,7 +336,14 @@ impl<'a> EngineBuilder<'a> {
             host: None,
             approve: ApproveMode::Never,
             replay_of: None,
+            extra_tools: Vec::new(),
         }
+    }
+
+    /// Tools from elsewhere (the run's MCP servers), next to the built-in ones.
+    pub(crate) fn tools(mut self, tools: Vec<Arc<dyn stepwise_core::DynTool>>) -> Self {
+        self.extra_tools = tools;
+        self
     }
 
     /// As a run's settings say: its strategy (an unknown one is a usage
@@ -369,6 +388,9 @@ impl<'a> EngineBuilder<'a> {
             })?;
             tools.register(tool);
         }
+        for tool in self.extra_tools {
+            tools.register_dyn(tool);
+        }
         let tools = match self.replay_of {
             Some(original) => crate::cmd::replay::without_side_effects(slowed(tools), original),
             None => slowed(tools),
@@ -397,18 +419,20 @@ impl<'a> EngineBuilder<'a> {
             config.repair_first_draft = host.plan.is_none() || host.repair;
         }
         Ok(Engine::new(roles, tools, config)
-            .context("the built-in tools are misconfigured")?
+            .context("the tools are misconfigured")?
             .with_strategy(self.strategy)
             .with_approver(approver))
     }
 }
 
-/// A run being worked on: the engine and what it writes to.
+/// A run being worked on: the engine, what it writes to, and the MCP
+/// servers its tools call (stopped when the work ends).
 pub(crate) struct Session {
     pub(crate) engine: Engine,
     pub(crate) store: Arc<SqliteStore>,
     pub(crate) lease: Lease,
     events: tokio::sync::mpsc::UnboundedReceiver<stepwise_core::Event>,
+    mcp: stepwise_mcp::McpServers,
 }
 
 impl Session {
@@ -427,7 +451,7 @@ impl Session {
         let engine = EngineBuilder::for_host(host, corpus)?
             .model(model)
             .approve(approve);
-        Self::build(store, run, engine).await
+        Self::build(store, run, engine, host).await
     }
 
     /// Builds the engine for a replay: the recorded model, recorded side effects.
@@ -450,20 +474,38 @@ impl Session {
             .model(model)
             .approve(ApproveMode::Auto)
             .replay_of(original);
-        Self::build(store, run, engine).await
+        Self::build(store, run, engine, host).await
     }
 
-    /// Takes the run's lease, then builds the engine writing to the store
-    /// (fenced by the lease) and to the progress display.
+    /// Starts the run's MCP servers (one that cannot start fails here,
+    /// before anything is planned), takes the run's lease, then builds the
+    /// engine writing to the store (fenced by the lease) and to the progress
+    /// display.
     async fn build(
         store: Arc<SqliteStore>,
         run: &stepwise_core::RunId,
         engine: EngineBuilder<'_>,
+        host: &Host,
     ) -> anyhow::Result<Session> {
-        let lease = db::take_lease(store.as_ref(), run).await?;
+        let log = crate::mcp::log_path(store.path(), run.as_str());
+        let mcp = crate::mcp::start(&host.mcp, log.as_deref()).await?;
+        let lease = match db::take_lease(store.as_ref(), run).await {
+            Ok(lease) => lease,
+            Err(e) => {
+                mcp.shutdown().await;
+                return Err(e);
+            }
+        };
         let (tx, events) = tokio::sync::mpsc::unbounded_channel();
+        let engine = match engine.tools(mcp.tools()).build() {
+            Ok(engine) => engine,
+            Err(e) => {
+                mcp.shutdown().await;
+                let _ = store.release(&lease).await;
+                return Err(e);
+            }
+        };
         let engine = engine
-            .build()?
             .with_idempotency_log(Arc::clone(&store) as _)
             .with_sink(Arc::new(StoreSink::new(
                 Arc::clone(&store) as _,
@@ -475,6 +517,7 @@ impl Session {
             store,
             lease,
             events,
+            mcp,
         })
     }
 
@@ -494,6 +537,7 @@ impl Session {
             store,
             lease,
             mut events,
+            mcp,
         } = self;
         let mode = Mode::detect(quiet);
         let display = tokio::spawn(async move {
@@ -516,11 +560,28 @@ impl Session {
                 }
             }
         });
-        let result = work(engine).await; // the engine (and its channel) is dropped here
+        let run = lease.run.clone();
+        // The engine (and its channel) is dropped when the work ends. With
+        // MCP servers running, Ctrl-C stops them before the process exits
+        // (the run's log is durable: `stepwise resume` continues it).
+        let result = if mcp.is_empty() {
+            Some(work(engine).await)
+        } else {
+            tokio::select! {
+                result = work(engine) => Some(result),
+                () = crate::mcp::interrupt() => None,
+            }
+        };
+        mcp.shutdown().await;
         renewal.abort();
         let _ = display.await;
         let _ = store.release(&lease).await;
-        result.map_err(|e| anyhow!(e))
+        match result {
+            Some(result) => result.map_err(|e| anyhow!(e)),
+            None => Err(anyhow::Error::new(crate::mcp::Interrupted(format!(
+                "interrupted; the MCP servers were stopped. `stepwise resume {run}` continues the run"
+            )))),
+        }
     }
 }
 

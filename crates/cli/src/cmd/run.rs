@@ -48,6 +48,7 @@ pub(crate) fn run(args: &RunArgs, db_flag: Option<&PathBuf>) -> CliResult {
     }
     // Fail on a bad model spec or a missing key before anything is recorded.
     config.model(&model, &cwd)?;
+    let mcp = config.mcp_servers(&args.mcp, &cwd)?;
     let mut host = Host {
         model,
         prompts: args.prompts.as_deref().map(absolute).transpose()?,
@@ -58,6 +59,7 @@ pub(crate) fn run(args: &RunArgs, db_flag: Option<&PathBuf>) -> CliResult {
         review: args.review,
         repair: args.repair,
         notes_fingerprint: None,
+        mcp,
         strategy: args.strategy.clone(),
     };
     check_allowed_tools(&constraints, &host)?;
@@ -92,7 +94,7 @@ fn check_allowed_tools(constraints: &Constraints, host: &Host) -> CliResult {
     let available = session::available_tools(host);
     let problems: Vec<String> = allowed
         .iter()
-        .filter(|tool| !available.contains(tool))
+        .filter(|tool| !available.contains(tool) && !session::from_mcp(tool, host))
         .map(|tool| match session::needs(tool, host) {
             Some(flag) => format!("{tool} needs {flag}"),
             None => format!("there is no tool named {tool:?}"),
