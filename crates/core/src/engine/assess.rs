@@ -1,15 +1,11 @@
 //! assess_progress: the assessor's verdict on a finished step, and the
 //! guard that bounds replanning.
 
-use crate::event::{EventKind, StopCondition};
-use crate::failure::FailureClass;
+use crate::event::EventKind;
 use crate::graph::Node;
-use crate::ids::StepId;
-use crate::roles::{AssessRequest, StepOutcome, Verdict};
-use crate::scheduler::blocked_dependants;
-use crate::step_status::StepStatus;
+use crate::roles::{AssessRequest, Verdict};
 
-use super::{EngineError, NodeResult, Run};
+use super::{EngineError, NodeResult, Run, decide};
 
 impl Run<'_> {
     pub(super) async fn assess_progress(&mut self) -> NodeResult {
@@ -35,29 +31,21 @@ impl Run<'_> {
             Err(e) => return Ok(Err(e)),
         };
         let assessment = reply.value;
-        let (mut verdict, mut reason) = (assessment.verdict, assessment.reason);
-        if let StepOutcome::Failed(failure) = &outcome {
-            let blocked = blocked_dependants(&self.state.plan, &id);
-            if failure.class == FailureClass::Fatal {
-                verdict = Verdict::NeedsReview;
-                reason = format!("step {id} failed fatally: {}", failure.message);
-            } else if verdict == Verdict::Continue && !blocked.is_empty() {
-                let names: Vec<&str> = blocked.iter().map(StepId::as_str).collect();
-                verdict = Verdict::Replan;
-                reason = format!(
-                    "step {id} failed and blocks {}: {}",
-                    names.join(", "),
-                    failure.message
-                );
-            }
-        }
-        if verdict == Verdict::Replan && !self.replans_per_step() {
-            // plan-solve never replans, and verified replans only after its
-            // verifier: carry on, skipping what the failure blocks.
-            verdict = Verdict::Continue;
-            if let StepOutcome::Failed(failure) = &outcome {
-                self.skip_blocked(&id, &failure.message).await?;
-            }
+        // plan-solve never replans, and verified replans only after its
+        // verifier: they carry on, skipping what a failure blocks.
+        let decide::Assessed {
+            mut verdict,
+            mut reason,
+            skip_blocked,
+        } = decide::assess(
+            &self.state,
+            &id,
+            &outcome,
+            (assessment.verdict, assessment.reason),
+            self.replans_per_step(),
+        );
+        if let Some(why) = skip_blocked {
+            self.skip_blocked(&id, &why).await?;
         }
         if verdict < Verdict::Replan && self.budget_spent().await? {
             verdict = Verdict::Synthesize;
@@ -74,11 +62,7 @@ impl Run<'_> {
             usage: reply.usage,
         })
         .await?;
-        if verdict != Verdict::Continue
-            && self.held.as_ref().is_none_or(|(held, _)| verdict > *held)
-        {
-            self.held = Some((verdict, reason));
-        }
+        self.held = decide::stronger(self.held.take(), verdict, reason);
         if self.held.is_some() && self.busy() {
             // Let in-flight steps finish (and be recorded) before acting.
             return Ok(Ok(Node::SelectNextStep));
@@ -104,51 +88,27 @@ impl Run<'_> {
 
     /// `max_replans` and `max_steps` always end the loop.
     pub(super) async fn guard_replan(&mut self, reason: String) -> NodeResult {
-        let ran = self
-            .state
-            .plan
-            .steps
-            .iter()
-            .filter(|s| s.status.is_final() && s.status != StepStatus::Skipped)
-            .count();
-        let stop = if self.state.replan_count >= self.state.max_replans {
-            Some((
-                StopCondition::MaxReplans,
-                format!(
-                    "{} replan(s) made, none left; {reason}",
-                    self.state.replan_count
-                ),
-            ))
-        } else if ran >= self.state.max_steps {
-            Some((
-                StopCondition::MaxSteps,
-                format!(
-                    "{ran} step(s) ran, max_steps is {}; {reason}",
-                    self.state.max_steps
-                ),
-            ))
-        } else {
-            None
-        };
-        if let Some((condition, detail)) = stop {
+        match decide::replan_guard(&self.state, reason) {
+            decide::ReplanGuard::Replan(reason) => {
+                self.replan_reason = reason;
+                Ok(Ok(Node::Replan))
+            }
             // Seed 000: past the replan cap, ask the person to simplify.
-            let more = match condition {
-                StopCondition::MaxReplans => "allow more replans",
-                _ => "allow more steps",
-            };
-            self.review_reason = format!(
-                "{condition}: {detail} — the goal is too complex to finish within these bounds: please simplify it or narrow it, or {more}"
-            );
-            self.record(EventKind::StopConditionMet {
+            decide::ReplanGuard::Stop {
                 condition,
                 detail,
-                gaps: Vec::new(),
-                usage: crate::usage::Usage::default(),
-            })
-            .await?;
-            return Ok(Ok(Node::MarkNeedsReview));
+                review,
+            } => {
+                self.review_reason = review;
+                self.record(EventKind::StopConditionMet {
+                    condition,
+                    detail,
+                    gaps: Vec::new(),
+                    usage: crate::usage::Usage::default(),
+                })
+                .await?;
+                Ok(Ok(Node::MarkNeedsReview))
+            }
         }
-        self.replan_reason = reason;
-        Ok(Ok(Node::Replan))
     }
 }

@@ -18,7 +18,7 @@ use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{EngineError, NodeResult, Run};
+use super::{EngineError, NodeResult, Run, decide};
 
 /// One step attempt's outcome, or the end of a backoff.
 pub(super) struct Completion {
@@ -82,46 +82,21 @@ impl Run<'_> {
                 self.start_attempt(&id, attempt).await?;
             }
         }
-        if self.busy() {
-            return Ok(Ok(Node::ExecuteStep));
+        let next = decide::after_dispatch(decide::Dispatched {
+            busy: self.busy(),
+            held: self.held.as_ref().map(|(v, _)| *v),
+            awaiting: !self.awaiting.is_empty(),
+            verifies: self.verify_policy().is_some(),
+            state: &self.state,
+        })
+        .map_err(EngineError::Invariant)?;
+        // A held decision is acted on now.
+        match (next, self.held.take()) {
+            (Node::MarkNeedsReview, Some((_, reason))) => self.review_reason = reason,
+            (Node::SynthesizeReport, Some(_)) => {}
+            (_, held) => self.held = held,
         }
-        if let Some((Verdict::NeedsReview, reason)) = &self.held {
-            // A refused approval, with nothing left in flight.
-            self.review_reason = reason.clone();
-            self.held = None;
-            return Ok(Ok(Node::MarkNeedsReview));
-        }
-        if !self.awaiting.is_empty() {
-            return Ok(Ok(Node::AwaitApproval));
-        }
-        if let Some((Verdict::Synthesize, _)) = &self.held {
-            // The token budget stopped dispatch.
-            self.held = None;
-            return Ok(Ok(Node::SynthesizeReport));
-        }
-        if self.held.is_some() {
-            return Err(EngineError::Invariant(
-                "a held decision with nothing in flight".to_owned(),
-            ));
-        }
-        let stuck: Vec<String> = self
-            .state
-            .plan
-            .steps
-            .iter()
-            .filter(|s| !s.status.is_final())
-            .map(|s| format!("{} ({})", s.id, s.status))
-            .collect();
-        if !stuck.is_empty() {
-            return Err(EngineError::Invariant(format!(
-                "nothing runnable but steps remain: {}",
-                stuck.join(", ")
-            )));
-        }
-        if self.verify_policy().is_some() {
-            return Ok(Ok(Node::Verify));
-        }
-        Ok(Ok(Node::SynthesizeReport))
+        Ok(Ok(next))
     }
 
     /// Checks preconditions, resolves arguments and spawns one attempt. A
@@ -366,12 +341,13 @@ impl Run<'_> {
                         failure: failure.clone(),
                     })
                     .await?;
-                    let policy = self.engine.config.retry;
-                    if failure.class == FailureClass::Transient
-                        && policy.allows_retry_after(attempt)
-                    {
-                        let delay_ms =
-                            policy.delay_ms(attempt, failure.retry_after_ms, fastrand::f64());
+                    let next = decide::after_failure(
+                        &self.engine.config.retry,
+                        attempt,
+                        &failure,
+                        fastrand::f64(),
+                    );
+                    if let decide::AfterFailure::Retry { delay_ms } = next {
                         self.record(EventKind::StepRetrying {
                             step: step.clone(),
                             next_attempt: attempt + 1,
@@ -390,15 +366,8 @@ impl Run<'_> {
                         self.tasks.insert(handle.id(), (step, attempt + 1));
                         continue;
                     }
-                    let reason = match failure.class {
-                        FailureClass::Transient => format!(
-                            "still failing after {attempt} attempt(s): {}",
-                            failure.message
-                        ),
-                        FailureClass::Persistent => {
-                            format!("persistent failure, not retried: {}", failure.message)
-                        }
-                        FailureClass::Fatal => format!("fatal failure: {}", failure.message),
+                    let decide::AfterFailure::Terminate(reason) = next else {
+                        return Err(EngineError::Invariant("a retry not taken".to_owned()));
                     };
                     self.record(EventKind::StepTerminated {
                         step: step.clone(),

@@ -457,6 +457,7 @@ impl<'e> Run<'e> {
 
 mod approval;
 mod assess;
+mod decide;
 mod dispatch;
 mod evidence;
 mod plan;

@@ -9,7 +9,7 @@ use crate::plan::validate::validate;
 use crate::roles::{PlanRequest, RepairRequest, ReplanRequest, ReviewDecision};
 use serde_json::Value;
 
-use super::{EngineError, NodeResult, Run};
+use super::{EngineError, NodeResult, Run, decide};
 
 impl Run<'_> {
     pub(super) async fn prepare_input(&mut self) -> NodeResult {
@@ -62,42 +62,30 @@ impl Run<'_> {
                 Ok(Ok(Node::ReviewPlan))
             }
             Err(diagnostics) => {
-                let unsafe_ones: Vec<String> = diagnostics
-                    .iter()
-                    .filter(|d| !d.repairable)
-                    .map(ToString::to_string)
-                    .collect();
-                let count = diagnostics.len();
-                let listed: Vec<String> = diagnostics.iter().map(ToString::to_string).collect();
+                let next = decide::invalid_plan(
+                    &self.state,
+                    &diagnostics,
+                    self.engine.config.repair_first_draft,
+                );
                 self.record(EventKind::PlanInvalid { diagnostics }).await?;
-                if self.state.plan.version == 0 && !self.engine.config.repair_first_draft {
-                    // A person's own plan: never altered without their say.
-                    self.review_reason = format!(
-                        "the given plan has {count} problem(s) and is not repaired unless repair is asked for: {}",
-                        listed.join("; ")
-                    );
-                    return Ok(Ok(Node::MarkNeedsReview));
+                match next {
+                    decide::Invalid::Repair => Ok(Ok(Node::RepairPlan)),
+                    decide::Invalid::Review(reason) => {
+                        self.review_reason = reason;
+                        Ok(Ok(Node::MarkNeedsReview))
+                    }
+                    decide::Invalid::RepairsSpent { detail, review } => {
+                        self.review_reason = review;
+                        self.record(EventKind::StopConditionMet {
+                            condition: StopCondition::MaxRepairs,
+                            detail,
+                            gaps: Vec::new(),
+                            usage: crate::usage::Usage::default(),
+                        })
+                        .await?;
+                        Ok(Ok(Node::MarkNeedsReview))
+                    }
                 }
-                if !unsafe_ones.is_empty() {
-                    self.review_reason = format!("the plan is unsafe: {}", unsafe_ones.join("; "));
-                    return Ok(Ok(Node::MarkNeedsReview));
-                }
-                if self.state.repair_count >= self.state.max_repairs {
-                    let detail = format!(
-                        "the plan still has {count} problem(s) after {} repair attempt(s)",
-                        self.state.repair_count
-                    );
-                    self.review_reason = format!("{}: {detail}", StopCondition::MaxRepairs);
-                    self.record(EventKind::StopConditionMet {
-                        condition: StopCondition::MaxRepairs,
-                        detail,
-                        gaps: Vec::new(),
-                        usage: crate::usage::Usage::default(),
-                    })
-                    .await?;
-                    return Ok(Ok(Node::MarkNeedsReview));
-                }
-                Ok(Ok(Node::RepairPlan))
             }
         }
     }
