@@ -130,9 +130,22 @@ impl ServerConfig {
 
     /// This config with `cwd` made absolute against `base` (the folder of
     /// the file that configured it, or the current directory for a flag), so
-    /// it means the same wherever a resume runs.
+    /// it means the same wherever a resume runs; so is a relative `command`
+    /// with a `/` in it (`target/debug/server`), which is found from `cwd`.
+    /// A bare name (`npx`) is still looked up on `PATH`.
     #[must_use]
     pub fn resolve(mut self, base: &Path) -> Self {
+        if let Some(command) = &self.command
+            && command.contains('/')
+            && Path::new(command).is_relative()
+        {
+            let dir = match &self.cwd {
+                Some(dir) if dir.is_absolute() => dir.clone(),
+                Some(dir) => base.join(dir),
+                None => base.to_path_buf(),
+            };
+            self.command = Some(dir.join(command).display().to_string());
+        }
         if self.command.is_some() {
             let cwd = match self.cwd.take() {
                 Some(dir) if dir.is_absolute() => dir,
@@ -418,5 +431,10 @@ mod tests {
             relative.resolve(Path::new("/base")).cwd.as_deref(),
             Some(Path::new("/base/data"))
         );
+        let local =
+            ServerConfig::stdio("target/debug/server", ["--stdio"]).resolve(Path::new("/base"));
+        assert_eq!(local.command.as_deref(), Some("/base/target/debug/server"));
+        let on_path = ServerConfig::stdio("npx", ["-y", "x"]).resolve(Path::new("/base"));
+        assert_eq!(on_path.command.as_deref(), Some("npx"));
     }
 }
