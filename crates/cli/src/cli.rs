@@ -102,9 +102,14 @@ pub(crate) struct ValidateArgs {
     pub(crate) file: PathBuf,
 
     /// Validate against the tools in this JSON file (an array of tool specs,
-    /// or `{"tools": [...]}`) instead of the built-in tools.
+    /// or `{"tools": [...]}`) instead of the tools a run can call (the
+    /// built-in ones and those of the MCP servers in stepwise.toml).
     #[arg(long, value_name = "FILE")]
     pub(crate) tools: Option<PathBuf>,
+
+    /// Also validate against this MCP server's tools (see `run --mcp`).
+    #[arg(long, value_name = "NAME=COMMAND", conflicts_with = "tools")]
+    pub(crate) mcp: Vec<String>,
 
     /// Print the diagnostics as a JSON array (empty when the plan is valid).
     #[arg(long)]

@@ -618,3 +618,50 @@ fn ctrl_c_stops_the_servers_and_the_run_resumes() {
     assert_eq!(out.json()["step_results"]["slow"]["output"]["text"], "done");
     dir.assert_no_orphans("the resume");
 }
+
+#[test]
+fn plan_validate_checks_against_the_mcp_servers_tools() {
+    let dir = Dir::new("validate");
+    dir.config("");
+    dir.plan(json!([
+        step("read", "fs.read_text_file", json!({"path": "in.txt"}), &[]),
+        step(
+            "save",
+            "fs.write_file",
+            json!({"path": "out.txt", "content": "${read.output.content}"}),
+            &["read"]
+        ),
+    ]));
+    let ok = dir.run(&["plan", "validate", "plan.json"]);
+    assert_eq!(ok.code, 0, "{}{}", ok.stdout, ok.stderr);
+    assert!(ok.stdout.contains("valid plan, 2 steps"), "{}", ok.stdout);
+    dir.plan(json!([
+        step("read", "fs.read_text_file", json!({"path": 7}), &[]),
+        step(
+            "save",
+            "fs.write_file",
+            json!({"path": "out.txt", "content": "${read.output.text}"}),
+            &["read"]
+        ),
+        step("mem", "memory.no_such_tool", json!({}), &[]),
+    ]));
+    let bad = dir.run(&["plan", "validate", "plan.json", "--json"]);
+    assert_eq!(bad.code, 1, "{}", bad.stderr);
+    let mut codes: Vec<String> = bad
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["code"].as_str().unwrap().to_owned())
+        .collect();
+    codes.sort();
+    assert_eq!(
+        codes,
+        [
+            "args_schema_mismatch",
+            "output_schema_mismatch",
+            "unknown_tool"
+        ]
+    );
+    dir.assert_no_orphans("plan validate");
+}

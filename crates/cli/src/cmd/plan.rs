@@ -18,12 +18,12 @@ pub(crate) fn validate(args: &ValidateArgs) -> CliResult {
     let plan = input::read_json(&args.file).map_err(CliError::usage)?;
     let specs = match &args.tools {
         Some(path) => input::read_tools(path).map_err(CliError::usage)?,
-        None => crate::cmd::tools::builtin_specs(),
+        None => crate::cmd::tools::run_specs(&args.mcp)?,
     };
     let catalog = ToolCatalog::new(specs).map_err(|e| {
         CliError::usage(match &args.tools {
             Some(path) => anyhow!("{} is not a valid tools file: {e}", path.display()),
-            None => anyhow!("the built-in tools are broken: {e}"),
+            None => anyhow!("the tools are broken: {e}"),
         })
     })?;
     let constraints = match &args.constraints {

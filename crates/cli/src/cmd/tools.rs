@@ -85,11 +85,13 @@ fn effect(spec: &ToolSpec) -> String {
     words.join(", ")
 }
 
-/// Lists the tools: a table, or their specs as JSON.
-pub(crate) fn list(args: &ToolsArgs) -> CliResult {
+/// Every tool a run here could call: the built-in ones, then the tools of
+/// the MCP servers in stepwise.toml and `--mcp` (started to ask them, then
+/// stopped).
+fn listed(mcp_flags: &[String]) -> CliResult<Vec<Listed>> {
     let cwd = std::env::current_dir()
         .map_err(|e| CliError::usage(anyhow!("cannot read the current directory: {e}")))?;
-    let servers = Config::load(&cwd)?.mcp_servers(&args.mcp, &cwd)?;
+    let servers = Config::load(&cwd)?.mcp_servers(mcp_flags, &cwd)?;
     let mut listed: Vec<Listed> = builtin_specs().into_iter().map(Listed::builtin).collect();
     if !servers.is_empty() {
         let infos = crate::db::block_on(async {
@@ -100,6 +102,17 @@ pub(crate) fn list(args: &ToolsArgs) -> CliResult {
         })??;
         listed.extend(infos.into_iter().map(Listed::mcp));
     }
+    Ok(listed)
+}
+
+/// The specs of [`listed`], for `plan validate`.
+pub(crate) fn run_specs(mcp_flags: &[String]) -> CliResult<Vec<ToolSpec>> {
+    Ok(listed(mcp_flags)?.into_iter().map(|l| l.spec).collect())
+}
+
+/// Lists the tools: a table, or their specs as JSON.
+pub(crate) fn list(args: &ToolsArgs) -> CliResult {
+    let listed = listed(&args.mcp)?;
     let text = if args.json {
         let values = listed
             .iter()
