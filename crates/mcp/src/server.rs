@@ -430,8 +430,11 @@ impl Server {
                 }
                 // reqwest without a TLS provider of its own: ring, as crates/llm.
                 let _ = rustls::crypto::ring::default_provider().install_default();
+                // No redirects: a server that moved says so, and the token
+                // never follows a redirect anywhere.
                 let client = reqwest::Client::builder()
                     .pool_max_idle_per_host(0)
+                    .redirect(reqwest::redirect::Policy::none())
                     .build()
                     .map_err(|e| {
                         init_error(
