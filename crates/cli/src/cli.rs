@@ -190,6 +190,13 @@ pub(crate) struct RunArgs {
     #[arg(long, requires = "plan")]
     pub(crate) repair: bool,
 
+    /// Who judges a finished step's acceptance criteria: `auto` (the engine
+    /// checks typed criteria itself, the assessor judges text ones), `rules`
+    /// (typed checks only; no assessor call, text criteria named as not
+    /// judged) or `model` (the assessor, every step).
+    #[arg(long, value_enum, default_value_t = AssessArg::Auto)]
+    pub(crate) assess: AssessArg,
+
     /// The model behind the roles: `offline` (default; no model),
     /// `openai:MODEL`, `anthropic:MODEL`, `ollama:MODEL` or `script:FILE`.
     /// Also from STEPWISE_MODEL or `model` in stepwise.toml.
@@ -211,6 +218,39 @@ pub(crate) struct RunArgs {
     /// Use this run id (for scripts and tests); default: a fresh one.
     #[arg(long, value_name = "ID", hide = true)]
     pub(crate) run_id: Option<String>,
+}
+
+/// Who judges acceptance criteria (`--assess`).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    clap::ValueEnum,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum AssessArg {
+    /// The engine for typed criteria, the assessor for text.
+    #[default]
+    Auto,
+    /// Typed checks only.
+    Rules,
+    /// The assessor for every step.
+    Model,
+}
+
+impl From<AssessArg> for stepwise_core::AssessMode {
+    fn from(a: AssessArg) -> Self {
+        match a {
+            AssessArg::Auto => Self::Auto,
+            AssessArg::Rules => Self::Rules,
+            AssessArg::Model => Self::Model,
+        }
+    }
 }
 
 /// How side-effect steps (and, with --review, plans) get approved.

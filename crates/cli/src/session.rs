@@ -56,6 +56,9 @@ pub(crate) struct Host {
     /// invalid plan stops for review, unchanged.
     #[serde(default)]
     pub(crate) repair: bool,
+    /// Who judges acceptance criteria (`--assess`).
+    #[serde(default)]
+    pub(crate) assess: crate::cli::AssessArg,
     /// A fingerprint of the notes' content when the run started (or last
     /// resumed), so a resume can tell whether they changed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -417,6 +420,7 @@ impl<'a> EngineBuilder<'a> {
             config.concurrency = host.concurrency;
             // A person's own plan is never altered without their say.
             config.repair_first_draft = host.plan.is_none() || host.repair;
+            config.assess = host.assess.into();
         }
         Ok(Engine::new(roles, tools, config)
             .context("the tools are misconfigured")?

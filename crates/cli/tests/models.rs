@@ -852,3 +852,60 @@ fn a_recorded_model_answer_is_never_asked_for_again_after_a_crash() {
     }
     panic!("the run never completed without aborting");
 }
+
+/// A one-step plan whose criterion is a typed check.
+fn typed_plan() -> String {
+    json!({"steps": [{"id": "find", "description": "Find the latency budget", "tool": "search_notes",
+        "args": {"query": "latency budget first token"},
+        "acceptance_criteria": [{"check": "min_results", "path": "results", "min": 1}]}]})
+    .to_string()
+}
+
+#[test]
+fn with_typed_criteria_plan_and_execute_costs_two_model_calls() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let notes = notes();
+    let run = |assess: &str, replies: Vec<String>| {
+        let server = rt.block_on(FakeServer::start());
+        for r in &replies {
+            server.push(answer(r));
+        }
+        let env = Env::new(&format!("two-calls-{assess}"));
+        let out = env.stepwise(
+            &format!("{}/v1", server.url),
+            &[
+                "run",
+                "What is our latency budget?",
+                "--notes",
+                &notes,
+                "--model",
+                "openai:gpt-test",
+                "--assess",
+                assess,
+                "--json",
+                "--quiet",
+            ],
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        (v, server.requests().len())
+    };
+    // auto: the engine checks the typed criterion; plan + synthesize.
+    let (v, requests) = run("auto", vec![typed_plan(), report()]);
+    assert_eq!(v["status"], "ok");
+    assert_eq!(requests, 2);
+    assert_eq!(calls_counted(&v), (2, 2));
+    // model: the assessor is asked too.
+    let (v, requests) = run("model", vec![typed_plan(), assessment(), report()]);
+    assert_eq!(requests, 3);
+    assert_eq!(calls_counted(&v), (3, 3));
+    // Free-text criteria need judgement: plan + one assessment + synthesize.
+    let (v, requests) = run("auto", vec![plan(), assessment(), report()]);
+    assert_eq!(requests, 3);
+    assert_eq!(calls_counted(&v), (3, 3));
+}

@@ -58,7 +58,7 @@ pub mod tool;
 pub mod usage;
 
 pub use decision::{Driver, StepResult};
-pub use engine::{Engine, EngineError, RunConfig};
+pub use engine::{AssessMode, Engine, EngineError, RunConfig};
 pub use event::{Event, EventKind, EventSink, StopCondition};
 pub use failure::{FailureClass, FailureKind, StepFailure};
 pub use goal::{Constraints, Goal, InputError};

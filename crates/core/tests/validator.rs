@@ -967,3 +967,40 @@ fn mcp_input_schemas_are_checked_before_anything_runs() {
         BTreeSet::from(["/steps/0/args", "/steps/0/args/head"])
     );
 }
+
+#[test]
+fn acceptance_criteria_are_text_or_well_formed_typed_checks() {
+    let with = |criteria: Value| {
+        check(&json!({"steps": [{
+            "id": "a", "description": "find", "tool": "search", "args": {"query": "x"},
+            "acceptance_criteria": criteria
+        }]}))
+    };
+    assert!(with(json!(["a hit", {"check": "min_results", "path": "results"}])).is_ok());
+    for (bad, says) in [
+        (json!([{"check": "nosuch"}]), "not a check the engine knows"),
+        (
+            json!([{"check": "matches", "path": "title", "pattern": "("}]),
+            "bad pattern",
+        ),
+        (
+            json!([{"check": "field_present", "path": "a[x]"}]),
+            "bad path",
+        ),
+        (
+            json!([{"check": "non_empty", "pth": "x"}]),
+            "not a check the engine knows",
+        ),
+        (json!([""]), "non-empty text"),
+        (json!("a hit"), "must be a list"),
+    ] {
+        let diags = with(bad.clone()).unwrap_err();
+        assert!(
+            diags
+                .iter()
+                .any(|d| d.message.contains(says)
+                    && d.path.starts_with("/steps/0/acceptance_criteria")),
+            "{bad}: {diags:?}"
+        );
+    }
+}

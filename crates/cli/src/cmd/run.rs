@@ -58,6 +58,7 @@ pub(crate) fn run(args: &RunArgs, db_flag: Option<&PathBuf>) -> CliResult {
         plan,
         review: args.review,
         repair: args.repair,
+        assess: args.assess,
         notes_fingerprint: None,
         mcp,
         strategy: args.strategy.clone(),

@@ -17,18 +17,24 @@ impl Run<'_> {
             .index
             .find(&self.state.plan, &id)
             .ok_or_else(|| EngineError::Invariant(format!("assessing unknown step {id}")))?;
-        let request = AssessRequest {
-            state: &self.state,
-            step,
-            outcome: &outcome,
-        };
-        let answer = self.engine.roles.assessor.assess(request).await;
-        let reply = match self
-            .answer(crate::roles::RoleName::Assessor, answer)
-            .await?
-        {
-            Ok(r) => r,
-            Err(e) => return Ok(Err(e)),
+        let reply = match decide::by_rules(step, &outcome, self.engine.config.assess) {
+            // Typed checks: the engine judges, no model is asked.
+            Some(assessment) => crate::roles::Reply::free(assessment),
+            None => {
+                let request = AssessRequest {
+                    state: &self.state,
+                    step,
+                    outcome: &outcome,
+                };
+                let answer = self.engine.roles.assessor.assess(request).await;
+                match self
+                    .answer(crate::roles::RoleName::Assessor, answer)
+                    .await?
+                {
+                    Ok(r) => r,
+                    Err(e) => return Ok(Err(e)),
+                }
+            }
         };
         let assessment = reply.value;
         // plan-solve never replans, and verified replans only after its

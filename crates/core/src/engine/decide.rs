@@ -5,7 +5,11 @@
 //! perform the answer — record its events, go to its node. So every branch
 //! of the planning graph can be tested with a state and an outcome alone.
 
-use crate::decision::Verdict;
+use crate::decision::{Assessment, Verdict};
+use crate::plan::Step;
+use crate::plan::criteria::{Check, Criterion, all_typed};
+
+use super::AssessMode;
 use crate::event::StopCondition;
 use crate::failure::StepFailure;
 use crate::graph::Node;
@@ -68,6 +72,63 @@ pub(crate) fn assess(
         reason,
         skip_blocked,
     }
+}
+
+/// The engine's own judgement of a finished step, when `mode` lets it judge
+/// one: by the step's typed checks ([`Check`](crate::plan::criteria::Check)),
+/// with no model call. `None`: the assessor judges it. A failed step's
+/// criteria cannot hold: a gap, as the assessor would name it. Under
+/// `Rules`, text criteria are not judged, and the observation says so.
+pub(crate) fn by_rules(step: &Step, outcome: &StepOutcome, mode: AssessMode) -> Option<Assessment> {
+    let typed = all_typed(&step.acceptance_criteria);
+    let checks: Vec<&Check> = match (mode, typed) {
+        (AssessMode::Model, _) | (AssessMode::Auto, None) => return None,
+        (_, Some(all)) => all,
+        (AssessMode::Rules, None) => step
+            .acceptance_criteria
+            .iter()
+            .filter_map(|c| match c {
+                Criterion::Check(check) => Some(check),
+                Criterion::Text(_) => None,
+            })
+            .collect(),
+    };
+    let output = match outcome {
+        StepOutcome::Failed(failure) => {
+            return Some(Assessment::gap(format!(
+                "{}: failed ({}), so its criteria cannot hold",
+                step.id, failure.message
+            )));
+        }
+        StepOutcome::Succeeded(result) => &result.output,
+    };
+    let failed: Vec<String> = checks
+        .iter()
+        .filter_map(|c| c.evaluate(output).err())
+        .collect();
+    if !failed.is_empty() {
+        return Some(Assessment::gap(format!(
+            "{}: {}",
+            step.id,
+            failed.join("; ")
+        )));
+    }
+    let unjudged = step.acceptance_criteria.len() - checks.len();
+    let mut assessment = Assessment::ok(if checks.is_empty() {
+        "no typed criteria to check".to_owned()
+    } else {
+        let listed: Vec<String> = checks.iter().map(ToString::to_string).collect();
+        format!("checked by the engine: {}", listed.join("; "))
+    });
+    if unjudged > 0 {
+        // Not judged is not met: say so rather than claim it.
+        assessment.acceptance_met = false;
+        assessment.observations.push(format!(
+            "{unjudged} text criterion(s) of {} not judged: the run assesses by typed checks only",
+            step.id
+        ));
+    }
+    Some(assessment)
 }
 
 /// The decision to hold until nothing is in flight: the stronger of the one

@@ -51,6 +51,22 @@ pub struct RunConfig {
     /// every problem, instead of being altered without their say. Drafts of
     /// later replans are repaired either way.
     pub repair_first_draft: bool,
+    /// Who judges a finished step's acceptance criteria.
+    pub assess: AssessMode,
+}
+
+/// Who judges a finished step: the engine by its typed checks, the
+/// assessor role, or (`Auto`) the engine where every criterion of the step
+/// is typed and the assessor for the rest.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum AssessMode {
+    /// Typed checks only; text criteria are not judged (and said so).
+    Rules,
+    /// The assessor role for every step.
+    Model,
+    /// Typed checks where a step's criteria are all typed, else the assessor.
+    #[default]
+    Auto,
 }
 
 impl Default for RunConfig {
@@ -62,6 +78,7 @@ impl Default for RunConfig {
             concurrency: 4,
             retry: RetryPolicy::default(),
             repair_first_draft: true,
+            assess: AssessMode::default(),
         }
     }
 }

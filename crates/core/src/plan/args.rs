@@ -110,7 +110,26 @@ fn parse_braced(inner: &str, whole: &str) -> Result<ArgRef, RefSyntaxError> {
     if id.is_empty() || !id.starts_with(is_id_start) {
         return Err(syntax(whole, "expected a step id after `${`"));
     }
-    let mut rest = &inner[id_end..];
+    let raw = parse_segments(&inner[id_end..], whole)?;
+    let mut segments = raw.into_iter();
+    match segments.next() {
+        None => {}
+        Some(PathSegment::Key(k)) if k == "output" => {}
+        Some(_) => {
+            return Err(syntax(
+                whole,
+                format!("paths start at `output`, e.g. ${{{id}.output.items}}"),
+            ));
+        }
+    }
+    Ok(ArgRef {
+        step: StepId::new(id),
+        path: segments.collect(),
+    })
+}
+
+/// Parses `.key` and `[n]` segments (`whole` is named in errors).
+fn parse_segments(mut rest: &str, whole: &str) -> Result<Vec<PathSegment>, RefSyntaxError> {
     let mut raw = Vec::new();
     while !rest.is_empty() {
         if let Some(after) = rest.strip_prefix('.') {
@@ -132,26 +151,28 @@ fn parse_braced(inner: &str, whole: &str) -> Result<ArgRef, RefSyntaxError> {
             raw.push(PathSegment::Index(index));
             rest = &after[end + 1..];
         } else {
-            return Err(syntax(
-                whole,
-                format!("unexpected {rest:?} after the step id"),
-            ));
+            return Err(syntax(whole, format!("unexpected {rest:?} in the path")));
         }
     }
-    let mut segments = raw.into_iter();
-    match segments.next() {
-        None => {}
-        Some(PathSegment::Key(k)) if k == "output" => {}
-        Some(_) => {
-            return Err(syntax(
-                whole,
-                format!("paths start at `output`, e.g. ${{{id}.output.items}}"),
-            ));
-        }
+    Ok(raw)
+}
+
+/// Parses a path into a step's output as criteria write it: `results`,
+/// `results[0].title`, `[2]`; empty is the whole output.
+pub fn parse_output_path(path: &str) -> Result<Vec<PathSegment>, RefSyntaxError> {
+    let path = path.trim();
+    if path.is_empty() || path.starts_with('[') {
+        parse_segments(path, path)
+    } else {
+        parse_segments(&format!(".{path}"), path)
     }
-    Ok(ArgRef {
-        step: StepId::new(id),
-        path: segments.collect(),
+}
+
+/// The value at `path` in `value`, if there is one.
+pub fn select<'a>(value: &'a Value, path: &[PathSegment]) -> Option<&'a Value> {
+    path.iter().try_fold(value, |current, seg| match seg {
+        PathSegment::Key(k) => current.get(k.as_str()),
+        PathSegment::Index(i) => current.get(*i),
     })
 }
 

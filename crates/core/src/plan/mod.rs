@@ -6,6 +6,7 @@
 //! `docs/plan-format.md` for the format.
 
 pub mod args;
+pub mod criteria;
 pub mod dag;
 pub mod validate;
 
@@ -38,9 +39,10 @@ pub struct Step {
     /// Checked by the executor before the tool is called.
     #[serde(default)]
     pub preconditions: Vec<Precondition>,
-    /// What a result must show for this step to count as done; judged by the
-    /// assessor. At least one.
-    pub acceptance_criteria: Vec<String>,
+    /// What a result must show for this step to count as done: free text
+    /// judged by the assessor, or typed checks the engine evaluates itself
+    /// ([`criteria`]). At least one.
+    pub acceptance_criteria: Vec<criteria::Criterion>,
     /// Managed by the runtime; a plan file may omit it.
     #[serde(default)]
     pub status: StepStatus,
@@ -122,7 +124,7 @@ impl Step {
 
     /// Adds an acceptance criterion.
     #[must_use]
-    pub fn accept(mut self, criterion: impl Into<String>) -> Self {
+    pub fn accept(mut self, criterion: impl Into<criteria::Criterion>) -> Self {
         self.acceptance_criteria.push(criterion.into());
         self
     }

@@ -412,9 +412,24 @@ impl Checker<'_> {
                 format!("/steps/{index}/acceptance_criteria"),
                 "`acceptance_criteria` is empty: give at least one".to_owned(),
             ),
-            Some(_) => {
-                self.string_list(obj, "acceptance_criteria", &facts);
+            Some(Value::Array(items)) => {
+                for (i, item) in items.iter().enumerate() {
+                    if let Some(problem) = criterion_problem(item) {
+                        self.step_diag(
+                            DiagnosticCode::InvalidField,
+                            &facts,
+                            format!("/steps/{index}/acceptance_criteria/{i}"),
+                            format!("`acceptance_criteria[{i}]` {problem}"),
+                        );
+                    }
+                }
             }
+            Some(other) => self.step_diag(
+                DiagnosticCode::InvalidField,
+                &facts,
+                format!("/steps/{index}/acceptance_criteria"),
+                format!("`acceptance_criteria` must be a list, not {}", kind(other)),
+            ),
         }
         facts.deps = self
             .string_list(obj, "depends_on", &facts)
@@ -1137,4 +1152,22 @@ pub fn validate(document: &Value, limits: Limits<'_>) -> Result<ValidatedPlan, V
 /// Validates an already-typed plan (e.g. one composed by a replan).
 pub fn validate_plan(plan: &Plan, limits: Limits<'_>) -> Vec<Diagnostic> {
     validate(&plan.to_json(), limits).err().unwrap_or_default()
+}
+
+/// What is wrong with one acceptance criterion, if anything: it must be
+/// non-empty text or a well-formed typed check.
+fn criterion_problem(item: &Value) -> Option<String> {
+    match item {
+        Value::String(s) if !s.trim().is_empty() => None,
+        Value::Object(_) => match super::criteria::Check::deserialize(item) {
+            Ok(check) => check.problem(),
+            Err(e) => Some(format!(
+                "is not a check the engine knows ({e}); the checks are min_results, non_empty, field_present, matches and json_schema"
+            )),
+        },
+        other => Some(format!(
+            "must be non-empty text or a typed check, not {}",
+            kind(other)
+        )),
+    }
 }

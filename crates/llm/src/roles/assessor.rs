@@ -23,7 +23,7 @@ struct StepView<'a> {
     description: &'a str,
     tool: &'a str,
     args: String,
-    acceptance_criteria: &'a [String],
+    acceptance_criteria: &'a [stepwise_core::plan::criteria::Criterion],
 }
 
 #[derive(Serialize)]

@@ -42,7 +42,7 @@ llm_role!(LlmExecutor);
 struct StepView<'a> {
     id: &'a str,
     description: &'a str,
-    acceptance_criteria: &'a [String],
+    acceptance_criteria: &'a [stepwise_core::plan::criteria::Criterion],
     /// The step's agent type (gathering, analysis, output), if the plan gave one.
     agent: Option<&'static str>,
 }
