@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, anyhow};
 use serde::Deserialize;
+use stepwise_core::roles::RoleName;
 use stepwise_core::{ChatModel, Usage};
 use stepwise_llm::call::CallPolicy;
 use stepwise_llm::providers::{ModelSpec, Provider, ProviderEnv, Timeouts, from_spec_with};
@@ -135,6 +136,36 @@ struct FileConfig {
     prices: BTreeMap<String, Price>,
     /// `[mcp.servers.NAME]`: MCP servers whose tools runs may call.
     mcp: Option<McpTable>,
+    /// `[roles.NAME] model = …`: a role on a model of its own.
+    #[serde(default)]
+    roles: BTreeMap<String, RoleTable>,
+}
+
+/// `[roles.NAME]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RoleTable {
+    /// The role's model spec, as for `--model`.
+    model: String,
+}
+
+/// The roles `[roles.NAME]` may name, as `stepwise.toml` spells them.
+const ROLE_NAMES: [(&str, RoleName); 10] = [
+    ("planner", RoleName::Planner),
+    ("repairer", RoleName::Repairer),
+    ("executor", RoleName::StepExecutor),
+    ("assessor", RoleName::Assessor),
+    ("replanner", RoleName::Replanner),
+    ("synthesizer", RoleName::Synthesizer),
+    ("verifier", RoleName::Verifier),
+    ("actor", RoleName::Actor),
+    ("summarizer", RoleName::Summarizer),
+    ("router", RoleName::Router),
+];
+
+/// The role a `[roles.NAME]` table names.
+pub(crate) fn role_named(name: &str) -> Option<RoleName> {
+    ROLE_NAMES.iter().find(|(n, _)| *n == name).map(|(_, r)| *r)
 }
 
 /// `[mcp]`.
@@ -229,6 +260,15 @@ impl Config {
         if let Some(problem) = file.retry_problem() {
             return Err(problem);
         }
+        for name in file.roles.keys() {
+            if role_named(name).is_none() {
+                let known: Vec<&str> = ROLE_NAMES.iter().map(|(n, _)| *n).collect();
+                return Err(format!(
+                    "[roles.{name}]: no such role; the roles are {}",
+                    known.join(", ")
+                ));
+            }
+        }
         for (name, server) in file.mcp.iter().flat_map(|m| &m.servers) {
             server
                 .check(name)
@@ -284,6 +324,15 @@ impl Config {
     }
 
     /// The model to use: the flag, else `STEPWISE_MODEL`, else `stepwise.toml`, else offline.
+    /// Each `[roles.NAME] model = …`: role name → model spec.
+    pub(crate) fn role_models(&self) -> BTreeMap<String, String> {
+        self.file
+            .roles
+            .iter()
+            .map(|(name, t)| (name.clone(), t.model.clone()))
+            .collect()
+    }
+
     pub(crate) fn model_spec(&self, flag: Option<&str>) -> String {
         flag.map(str::to_owned)
             .or_else(|| {

@@ -34,6 +34,7 @@ use crate::db::{self, LEASE_TTL_MS};
 use crate::error::UsageError;
 use crate::output;
 use crate::progress::{Mode, Progress};
+use stepwise_core::roles::RoleName;
 
 /// Settings recorded with a run (in `run_started.host`), so a resume in
 /// another process rebuilds the same tools and roles.
@@ -69,6 +70,10 @@ pub(crate) struct Host {
     /// Prompt templates overriding the built-in ones.
     #[serde(default)]
     pub(crate) prompts: Option<PathBuf>,
+    /// Roles on a model of their own (`[roles.NAME] model = …` in
+    /// stepwise.toml when the run started): role name → model spec.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) role_models: BTreeMap<String, String>,
     /// The MCP servers whose tools the run may call (from stepwise.toml and
     /// `--mcp`, their folders absolute), so a resume starts the same ones.
     /// A bearer token is named by its variable, never recorded.
@@ -121,17 +126,40 @@ pub(crate) fn roles(
     let Some(ModelChoice { model, policy }) = model else {
         return Ok(stepwise_llm::offline::roles(corpus));
     };
-    let prompts = match prompts {
-        Some(dir) => Prompts::from_dir(dir).map_err(|e| {
-            anyhow::Error::new(UsageError(anyhow!("--prompts {}: {e}", dir.display())))
-        })?,
-        None => Prompts::embedded(),
-    };
+    let prompts = load_prompts(prompts)?;
     let mut policy = *policy;
     if replay {
         policy.retry.max_delay_ms = 0; // nothing to wait for: the answers are on record
     }
     Ok(llm_roles(Arc::clone(model), policy, prompts))
+}
+
+/// The prompt templates: a folder's, or the built-in ones.
+fn load_prompts(dir: Option<&Path>) -> anyhow::Result<Prompts> {
+    match dir {
+        Some(dir) => Prompts::from_dir(dir).map_err(|e| {
+            anyhow::Error::new(UsageError(anyhow!("--prompts {}: {e}", dir.display())))
+        }),
+        None => Ok(Prompts::embedded()),
+    }
+}
+
+/// The roles a run puts on models of their own, built from its settings.
+pub(crate) fn role_choices(
+    config: &Config,
+    host: &Host,
+    cwd: &Path,
+) -> anyhow::Result<Vec<(RoleName, ModelChoice)>> {
+    let mut out = Vec::new();
+    for (name, spec) in &host.role_models {
+        let role = crate::config::role_named(name).ok_or_else(|| {
+            anyhow::Error::new(UsageError(anyhow!("[roles.{name}]: no such role")))
+        })?;
+        if let Some(choice) = config.model(spec, cwd)? {
+            out.push((role, choice));
+        }
+    }
+    Ok(out)
 }
 
 /// Plans by returning the plan the user gave.
@@ -326,6 +354,8 @@ pub(crate) struct EngineBuilder<'a> {
     approve: ApproveMode,
     replay_of: Option<&'a RunState>,
     extra_tools: Vec<Arc<dyn stepwise_core::DynTool>>,
+    /// Roles on a model of their own, over the default roles.
+    role_models: Vec<(RoleName, ModelChoice)>,
 }
 
 impl<'a> EngineBuilder<'a> {
@@ -340,7 +370,15 @@ impl<'a> EngineBuilder<'a> {
             approve: ApproveMode::Never,
             replay_of: None,
             extra_tools: Vec::new(),
+            role_models: Vec::new(),
         }
+    }
+
+    /// Roles on a model of their own (`[roles.NAME]`), replacing the
+    /// default model's (or the offline) role.
+    pub(crate) fn role_models(mut self, models: Vec<(RoleName, ModelChoice)>) -> Self {
+        self.role_models = models;
+        self
     }
 
     /// Tools from elsewhere (the run's MCP servers), next to the built-in ones.
@@ -398,12 +436,26 @@ impl<'a> EngineBuilder<'a> {
             Some(original) => crate::cmd::replay::without_side_effects(slowed(tools), original),
             None => slowed(tools),
         };
+        let prompts = host.and_then(|h| h.prompts.as_deref());
         let mut roles = roles(
             self.model.as_ref(),
-            host.and_then(|h| h.prompts.as_deref()),
+            prompts,
             self.corpus,
             self.replay_of.is_some(),
         )?;
+        for (role, choice) in self.role_models {
+            let mut policy = choice.policy;
+            if self.replay_of.is_some() {
+                policy.retry.max_delay_ms = 0;
+            }
+            stepwise_llm::roles::use_model_for(
+                &mut roles,
+                role,
+                choice.model,
+                policy,
+                load_prompts(prompts)?,
+            );
+        }
         if let Some(plan) = host.and_then(|h| h.plan.as_ref()) {
             roles.planner = Arc::new(GivenPlan(plan.clone()));
         }
@@ -451,9 +503,11 @@ impl Session {
         approve: ApproveMode,
     ) -> anyhow::Result<Session> {
         let cwd = std::env::current_dir().context("cannot read the current directory")?;
-        let model = Config::load(&cwd)?.model(&host.model, &cwd)?;
+        let config = Config::load(&cwd)?;
+        let model = config.model(&host.model, &cwd)?;
         let engine = EngineBuilder::for_host(host, corpus)?
             .model(model)
+            .role_models(role_choices(&config, host, &cwd)?)
             .approve(approve);
         Self::build(store, run, engine, host).await
     }
@@ -470,12 +524,21 @@ impl Session {
         // Retried as a run here would be, so the recorded attempts line up.
         let cwd = std::env::current_dir().context("cannot read the current directory")?;
         let policy = Config::load(&cwd)?.call_policy(&host.model);
-        let model = (host.model != "offline").then_some(ModelChoice {
-            model: model as Arc<dyn ChatModel>,
+        let replayed = |policy| ModelChoice {
+            model: Arc::clone(&model) as Arc<dyn ChatModel>,
             policy,
-        });
+        };
+        // Every role answers from the record, its own model's or not.
+        let role_models = host
+            .role_models
+            .keys()
+            .filter_map(|name| crate::config::role_named(name))
+            .map(|role| (role, replayed(policy)))
+            .collect();
+        let model = (host.model != "offline").then(|| replayed(policy));
         let engine = EngineBuilder::for_host(host, corpus)?
             .model(model)
+            .role_models(role_models)
             .approve(ApproveMode::Auto)
             .replay_of(original);
         Self::build(store, run, engine, host).await
@@ -589,9 +652,14 @@ impl Session {
     }
 }
 
-/// The run's model and its price, if `stepwise.toml` has one for it.
+/// The run's model and its price, if `stepwise.toml` has one for it — and
+/// only if every role ran on that model: one price for calls to several
+/// models would be a wrong cost, so none is shown.
 pub(crate) fn price(state: &RunState) -> Option<(String, Price)> {
     let host = Host::of(state).ok()?;
+    if host.role_models.values().any(|m| *m != host.model) {
+        return None;
+    }
     let cwd = std::env::current_dir().ok()?;
     let price = Config::load(&cwd).ok()?.price(&host.model)?;
     Some((host.model, price))

@@ -909,3 +909,85 @@ fn with_typed_criteria_plan_and_execute_costs_two_model_calls() {
     assert_eq!(requests, 3);
     assert_eq!(calls_counted(&v), (3, 3));
 }
+
+#[test]
+fn a_role_in_stepwise_toml_runs_on_a_model_of_its_own() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = rt.block_on(FakeServer::start());
+    // The planner and the synthesizer ask the default model; the assessor
+    // answers from a script of its own.
+    server.push(answer(&plan())).push(answer(&report()));
+    let env = Env::new("role-models");
+    let script = env.dir.join("assessor.jsonl");
+    std::fs::write(
+        &script,
+        format!("{}\n", json!({"purpose": "assessor", "json": serde_json::from_str::<Value>(&assessment()).unwrap()})),
+    )
+    .unwrap();
+    std::fs::write(
+        env.dir.join("stepwise.toml"),
+        "[roles.assessor]\nmodel = \"script:assessor.jsonl\"\n",
+    )
+    .unwrap();
+    let notes = notes();
+    let base = format!("{}/v1", server.url);
+    let args = [
+        "run",
+        "What is our latency budget?",
+        "--notes",
+        &notes,
+        "--model",
+        "openai:gpt-test",
+        "--json",
+        "--quiet",
+    ];
+    let out = env.stepwise(&base, &args);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["status"], "ok");
+    assert_eq!(
+        server.requests().len(),
+        2,
+        "the assessor did not ask the server"
+    );
+    let models: Vec<(String, String)> = v["execution_history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "model_called")
+        .map(|e| {
+            (
+                e["role"].as_str().unwrap().to_owned(),
+                e["exchange"]["model"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(models.len(), 3, "{models:?}");
+    for (role, model) in &models {
+        if role == "assessor" {
+            assert!(model.starts_with("script:"), "{role}: {model}");
+        } else {
+            assert!(model.contains("gpt-test"), "{role}: {model}");
+        }
+    }
+    assert_eq!(calls_counted(&v), (3, 3));
+
+    // An unknown role is refused with the names that exist.
+    std::fs::write(
+        env.dir.join("stepwise.toml"),
+        "[roles.planer]\nmodel = \"openai:gpt-test\"\n",
+    )
+    .unwrap();
+    let out = env.stepwise(&base, &args);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("[roles.planer]") && err.contains("planner, repairer"),
+        "{err}"
+    );
+}

@@ -49,9 +49,18 @@ pub(crate) fn run(args: &RunArgs, db_flag: Option<&PathBuf>) -> CliResult {
     // Fail on a bad model spec or a missing key before anything is recorded.
     config.model(&model, &cwd)?;
     let mcp = config.mcp_servers(&args.mcp, &cwd)?;
+    // Each role on a model of its own, checked now and recorded like --model.
+    let mut role_models = config.role_models();
+    for spec in role_models.values_mut() {
+        if let Some(file) = spec.strip_prefix("script:") {
+            *spec = format!("script:{}", absolute(Path::new(file))?.display());
+        }
+        config.model(spec, &cwd)?;
+    }
     let mut host = Host {
         model,
         prompts: args.prompts.as_deref().map(absolute).transpose()?,
+        role_models,
         notes: absolute(&args.notes)?,
         workspace: args.workspace.as_deref().map(absolute).transpose()?,
         concurrency: args.concurrency,

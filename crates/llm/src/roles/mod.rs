@@ -67,6 +67,32 @@ pub fn llm_roles(model: Arc<dyn ChatModel>, policy: CallPolicy, prompts: Prompts
     }
 }
 
+/// Puts `role` of `roles` on `model` (its own model: a cheap one to assess,
+/// a strong one to plan — seed 002's planner/executor separation). The
+/// reviewer has no model form and is left as it is.
+pub fn use_model_for(
+    roles: &mut Roles,
+    role: RoleName,
+    model: Arc<dyn ChatModel>,
+    policy: CallPolicy,
+    prompts: Prompts,
+) {
+    let b = Backend::new(model, policy, prompts);
+    match role {
+        RoleName::Planner => roles.planner = Arc::new(LlmPlanner::from_backend(b)),
+        RoleName::Repairer => roles.repairer = Arc::new(LlmRepairer::from_backend(b)),
+        RoleName::StepExecutor => roles.executor = Arc::new(LlmExecutor::from_backend(b)),
+        RoleName::Assessor => roles.assessor = Arc::new(LlmAssessor::from_backend(b)),
+        RoleName::Replanner => roles.replanner = Arc::new(LlmReplanner::from_backend(b)),
+        RoleName::Synthesizer => roles.synthesizer = Arc::new(LlmSynthesizer::from_backend(b)),
+        RoleName::Verifier => roles.verifier = Some(Arc::new(LlmVerifier::from_backend(b))),
+        RoleName::Actor => roles.actor = Some(Arc::new(LlmActor::from_backend(b))),
+        RoleName::Summarizer => roles.summarizer = Some(Arc::new(LlmSummarizer::from_backend(b))),
+        RoleName::Router => roles.router = Some(Arc::new(LlmRouter::from_backend(b))),
+        RoleName::Reviewer => {}
+    }
+}
+
 /// What every LLM role holds: the model, how to call it, the prompts.
 #[derive(Clone)]
 pub(crate) struct Backend {
