@@ -991,3 +991,65 @@ fn a_role_in_stepwise_toml_runs_on_a_model_of_its_own() {
         "{err}"
     );
 }
+
+#[test]
+fn the_assessor_judges_a_wave_of_steps_in_one_model_call() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = rt.block_on(FakeServer::start());
+    // Two independent searches with text criteria: one wave.
+    let plan = json!({"steps": [
+        {"id": "find", "description": "Find the latency budget", "tool": "search_notes",
+         "args": {"query": "latency budget first token"}, "acceptance_criteria": ["a passage about the latency budget"]},
+        {"id": "cost", "description": "Find the running cost", "tool": "search_notes",
+         "args": {"query": "cost per month"}, "acceptance_criteria": ["a passage with a monthly cost"]}
+    ]})
+    .to_string();
+    let ok = |step: &str| {
+        json!({"step": step, "acceptance_met": true, "verdict": "continue", "reason": "stated",
+               "new_gaps": [], "resolved_gaps": [], "observations": []})
+    };
+    let wave = json!({"assessments": [ok("cost"), ok("find")]}).to_string();
+    server
+        .push(answer(&plan))
+        .push(answer(&wave))
+        .push(answer(&report()));
+    let env = Env::new("wave");
+    let notes = notes();
+    let out = env.stepwise(
+        &format!("{}/v1", server.url),
+        &[
+            "run",
+            "What is our latency budget and what does it cost?",
+            "--notes",
+            &notes,
+            "--model",
+            "openai:gpt-test",
+            "--json",
+            "--quiet",
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["status"], "ok");
+    // plan + one assessment of the wave + synthesize.
+    assert_eq!(server.requests().len(), 3);
+    assert_eq!(calls_counted(&v), (3, 3));
+    let wave_prompt = server.requests()[1].body["messages"].to_string();
+    assert!(
+        wave_prompt.contains("Step find") && wave_prompt.contains("Step cost"),
+        "{wave_prompt}"
+    );
+    let assessed: Vec<&str> = v["execution_history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "assessed")
+        .map(|e| e["step"].as_str().unwrap())
+        .collect();
+    assert_eq!(assessed.len(), 2, "each step keeps its own assessment");
+}

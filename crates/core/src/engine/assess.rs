@@ -1,9 +1,12 @@
 //! assess_progress: the assessor's verdict on a finished step, and the
 //! guard that bounds replanning.
 
+use crate::decision::Assessment;
 use crate::event::EventKind;
 use crate::graph::Node;
-use crate::roles::{AssessRequest, Verdict};
+use crate::ids::StepId;
+use crate::roles::{AssessRequest, Reply, RoleError, RoleName, StepOutcome, Verdict};
+use crate::usage::Usage;
 
 use super::{EngineError, NodeResult, Run, decide};
 
@@ -17,26 +20,91 @@ impl Run<'_> {
             .index
             .find(&self.state.plan, &id)
             .ok_or_else(|| EngineError::Invariant(format!("assessing unknown step {id}")))?;
-        let reply = match decide::by_rules(step, &outcome, self.engine.config.assess) {
+        match decide::by_rules(step, &outcome, self.engine.config.assess) {
             // Typed checks: the engine judges, no model is asked.
-            Some(assessment) => crate::roles::Reply::free(assessment),
-            None => {
-                let request = AssessRequest {
-                    state: &self.state,
-                    step,
-                    outcome: &outcome,
-                };
-                let answer = self.engine.roles.assessor.assess(request).await;
-                match self
-                    .answer(crate::roles::RoleName::Assessor, answer)
-                    .await?
-                {
-                    Ok(r) => r,
-                    Err(e) => return Ok(Err(e)),
-                }
+            Some(assessment) => {
+                self.record_assessment(&id, &outcome, assessment, Usage::default())
+                    .await?;
             }
-        };
-        let assessment = reply.value;
+            None => self.unjudged.push((id, outcome)),
+        }
+        // Each step as it finishes, or a wave at once when nothing is left
+        // in flight (an assessor that judges waves: one answer for all).
+        if !self.unjudged.is_empty() && (!self.engine.roles.assessor.judges_waves() || !self.busy())
+        {
+            let wave = std::mem::take(&mut self.unjudged);
+            let requests = wave
+                .iter()
+                .map(|(id, outcome)| {
+                    let step = self.state.index.find(&self.state.plan, id).ok_or_else(|| {
+                        EngineError::Invariant(format!("assessing unknown step {id}"))
+                    })?;
+                    Ok(AssessRequest {
+                        state: &self.state,
+                        step,
+                        outcome,
+                    })
+                })
+                .collect::<Result<Vec<_>, EngineError>>()?;
+            let answer = if requests.len() == 1 {
+                let request = requests[0];
+                self.engine
+                    .roles
+                    .assessor
+                    .assess(request)
+                    .await
+                    .map(|r| Reply {
+                        value: vec![r.value],
+                        usage: r.usage,
+                        exchanges: r.exchanges,
+                    })
+            } else {
+                self.engine.roles.assessor.assess_wave(requests).await
+            };
+            let reply = match self.answer(RoleName::Assessor, answer).await? {
+                Ok(r) => r,
+                Err(e) => return Ok(Err(e)),
+            };
+            if reply.value.len() != wave.len() {
+                return Ok(Err(RoleError::Malformed {
+                    role: RoleName::Assessor,
+                    message: format!(
+                        "{} assessment(s) for {} step(s)",
+                        reply.value.len(),
+                        wave.len()
+                    ),
+                    raw: None,
+                    exchanges: Vec::new(),
+                    usage: reply.usage,
+                }));
+            }
+            // The answer's cost is counted once, on the first assessment.
+            let mut usage = reply.usage;
+            for ((id, outcome), assessment) in wave.iter().zip(reply.value) {
+                self.record_assessment(id, outcome, assessment, std::mem::take(&mut usage))
+                    .await?;
+            }
+        }
+        if (self.held.is_some() || !self.unjudged.is_empty()) && self.busy() {
+            // Let in-flight steps finish (and be recorded) before acting.
+            return Ok(Ok(Node::SelectNextStep));
+        }
+        match self.held.take() {
+            Some((decision, reason)) => self.act_on(decision, reason).await,
+            None => Ok(Ok(Node::SelectNextStep)),
+        }
+    }
+
+    /// Records the verdict on one finished step — the assessment as the
+    /// outcome, the strategy and the token budget let it stand — and holds
+    /// it if it is the strongest so far.
+    async fn record_assessment(
+        &mut self,
+        id: &StepId,
+        outcome: &StepOutcome,
+        assessment: Assessment,
+        usage: Usage,
+    ) -> Result<(), EngineError> {
         // plan-solve never replans, and verified replans only after its
         // verifier: they carry on, skipping what a failure blocks.
         let decide::Assessed {
@@ -45,13 +113,13 @@ impl Run<'_> {
             skip_blocked,
         } = decide::assess(
             &self.state,
-            &id,
-            &outcome,
+            id,
+            outcome,
             (assessment.verdict, assessment.reason),
             self.replans_per_step(),
         );
         if let Some(why) = skip_blocked {
-            self.skip_blocked(&id, &why).await?;
+            self.skip_blocked(id, &why).await?;
         }
         if verdict < Verdict::Replan && self.budget_spent().await? {
             verdict = Verdict::Synthesize;
@@ -65,18 +133,11 @@ impl Run<'_> {
             new_gaps: assessment.new_gaps,
             resolved_gaps: assessment.resolved_gaps,
             observations: assessment.observations,
-            usage: reply.usage,
+            usage,
         })
         .await?;
         self.held = decide::stronger(self.held.take(), verdict, reason);
-        if self.held.is_some() && self.busy() {
-            // Let in-flight steps finish (and be recorded) before acting.
-            return Ok(Ok(Node::SelectNextStep));
-        }
-        match self.held.take() {
-            Some((decision, reason)) => self.act_on(decision, reason).await,
-            None => Ok(Ok(Node::SelectNextStep)),
-        }
+        Ok(())
     }
 
     /// Takes a decision held until nothing was in flight.

@@ -252,6 +252,9 @@ struct Run<'e> {
     /// A decision waiting for in-flight steps to finish.
     held: Option<(Verdict, String)>,
     last: Option<(StepId, StepOutcome)>,
+    /// Finished steps waiting for the assessor, which judges a wave at once
+    /// (see [`Assessor::judges_waves`](crate::roles::Assessor::judges_waves)).
+    unjudged: Vec<(StepId, StepOutcome)>,
     /// Outcomes recorded before a crash but never assessed; assessed first on resume.
     recovered: VecDeque<(StepId, StepOutcome)>,
     /// Side-effect steps that asked for an approval this session.
@@ -384,6 +387,7 @@ impl<'e> Run<'e> {
             immediate: VecDeque::new(),
             held: None,
             last: None,
+            unjudged: Vec::new(),
             recovered: VecDeque::new(),
             awaiting: Vec::new(),
             replan_reason: String::new(),

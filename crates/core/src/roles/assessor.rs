@@ -33,4 +33,30 @@ pub struct AssessRequest<'a> {
 pub trait Assessor: Send + Sync {
     /// Judges a finished step and decides what comes next.
     async fn assess(&self, request: AssessRequest<'_>) -> Result<Reply<Assessment>, RoleError>;
+
+    /// Whether this assessor judges a wave of steps at once ([`assess_wave`]
+    /// in one answer, e.g. one model call): the engine then waits until
+    /// nothing is in flight and asks once for every step that finished.
+    /// Otherwise each step is judged as it finishes.
+    ///
+    /// [`assess_wave`]: Assessor::assess_wave
+    fn judges_waves(&self) -> bool {
+        false
+    }
+
+    /// Judges steps that finished in the same wave: one assessment per
+    /// request, in order. By default, one by one.
+    async fn assess_wave(
+        &self,
+        requests: Vec<AssessRequest<'_>>,
+    ) -> Result<Reply<Vec<Assessment>>, RoleError> {
+        let mut out = Reply::free(Vec::with_capacity(requests.len()));
+        for request in requests {
+            let reply = self.assess(request).await?;
+            out.usage += reply.usage;
+            out.exchanges.extend(reply.exchanges);
+            out.value.push(reply.value);
+        }
+        Ok(out)
+    }
 }

@@ -14,7 +14,7 @@ use serde::Serialize;
 use stepwise_core::Message;
 
 /// The templates, by file name, as shipped.
-const EMBEDDED: [(&str, &str); 10] = [
+const EMBEDDED: [(&str, &str); 11] = [
     ("planner.jinja", include_str!("../../prompts/planner.jinja")),
     (
         "repairer.jinja",
@@ -27,6 +27,10 @@ const EMBEDDED: [(&str, &str); 10] = [
     (
         "assessor.jinja",
         include_str!("../../prompts/assessor.jinja"),
+    ),
+    (
+        "assessor_wave.jinja",
+        include_str!("../../prompts/assessor_wave.jinja"),
     ),
     (
         "verifier.jinja",
