@@ -55,6 +55,14 @@ pub(crate) enum Command {
     Reject(RejectArgs),
     /// Cancel a run that is not being worked on.
     Cancel(CancelArgs),
+    /// Serve the HTTP API (`/v1/...`, see docs/server.md) over this run
+    /// database: submit, list, watch (SSE), approve, resume and cancel runs.
+    ///
+    /// Prints the address it listens on, then serves until SIGTERM or
+    /// Ctrl-C; runs in flight then stop at their last checkpoint and are
+    /// resumed when it starts again.
+    #[command(after_help = exit_codes(&[Failed, Usage]))]
+    Serve(ServeArgs),
     /// Run a recorded run again against its recorded model responses (zero
     /// network calls) and check it reaches the same output.
     #[command(after_help = exit_codes(&[Failed, Usage]))]
@@ -367,6 +375,18 @@ pub(crate) struct CancelArgs {
     /// Why (recorded).
     #[arg(long, value_name = "TEXT", default_value = "cancelled by a person")]
     pub(crate) reason: String,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// Address and port to listen on (port 0: any free port). Default:
+    /// `[serve] listen` in stepwise.toml, else 127.0.0.1:8472.
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) listen: Option<String>,
+    /// Serve without bearer tokens (every request acts for tenant `local`);
+    /// refused unless the address is a loopback one.
+    #[arg(long)]
+    pub(crate) insecure_no_auth: bool,
 }
 
 #[derive(Debug, Args)]

@@ -134,6 +134,8 @@ struct FileConfig {
     /// Model spec (e.g. `openai:gpt-4o-mini`) -> price.
     #[serde(default)]
     prices: BTreeMap<String, Price>,
+    /// `stepwise serve`: tokens, allowed roots, names, limits.
+    serve: Option<stepwise_server::ServeConfig>,
     /// `[mcp.servers.NAME]`: MCP servers whose tools runs may call.
     mcp: Option<McpTable>,
     /// `[roles.NAME] model = …`: a role on a model of its own.
@@ -354,6 +356,11 @@ impl Config {
             .or_else(|| base(&self.file.anthropic));
         env.ollama_base_url = env.ollama_base_url.or_else(|| base(&self.file.ollama));
         env
+    }
+
+    /// `[serve]`, if stepwise.toml has it.
+    pub(crate) fn serve(&self) -> Option<&stepwise_server::ServeConfig> {
+        self.file.serve.as_ref()
     }
 
     /// The price of a model, if the table has it.

@@ -77,7 +77,7 @@ pub(crate) fn block_on<F: std::future::Future>(future: F) -> anyhow::Result<F::O
 
 /// Whether a lease holder (`host:pid`) is a process on this host that has
 /// died — its lease can be broken at once instead of waited out.
-fn holder_is_dead(holder: &str) -> bool {
+pub(crate) fn holder_is_dead(holder: &str) -> bool {
     let Some((host, pid)) = holder.rsplit_once(':') else {
         return false;
     };

@@ -59,6 +59,7 @@ fn dispatch(cli: &Cli) -> CliResult {
         Command::Reject(args) => cmd::reject::reject(args, db),
         Command::Cancel(args) => cmd::cancel::cancel(args, db),
         Command::Replay(args) => cmd::replay::replay(args, db),
+        Command::Serve(args) => cmd::serve::serve(args, db),
         Command::Plan(PlanCommand::Validate(args)) => cmd::plan::validate(args),
         Command::Plan(PlanCommand::Schema) => cmd::plan::schema(),
         Command::Tools(args) => cmd::tools::list(args),

@@ -395,6 +395,23 @@ impl<'a> EngineBuilder<'a> {
         Ok(builder)
     }
 
+    /// As a run's settings say, with its models from `config`: the model
+    /// behind the roles and the roles on models of their own. How `run`,
+    /// `resume` and `serve` build a run's engine.
+    pub(crate) fn for_run(
+        config: &Config,
+        host: &'a Host,
+        corpus: Arc<Corpus>,
+        approve: ApproveMode,
+        cwd: &Path,
+    ) -> anyhow::Result<Self> {
+        let model = config.model(&host.model, cwd)?;
+        Ok(Self::for_host(host, corpus)?
+            .model(model)
+            .role_models(role_choices(config, host, cwd)?)
+            .approve(approve))
+    }
+
     /// The model behind the roles and how its calls are retried (`None`:
     /// the offline roles).
     pub(crate) fn model(mut self, model: Option<ModelChoice>) -> Self {
@@ -504,11 +521,7 @@ impl Session {
     ) -> anyhow::Result<Session> {
         let cwd = std::env::current_dir().context("cannot read the current directory")?;
         let config = Config::load(&cwd)?;
-        let model = config.model(&host.model, &cwd)?;
-        let engine = EngineBuilder::for_host(host, corpus)?
-            .model(model)
-            .role_models(role_choices(&config, host, &cwd)?)
-            .approve(approve);
+        let engine = EngineBuilder::for_run(&config, host, corpus, approve, &cwd)?;
         Self::build(store, run, engine, host).await
     }
 

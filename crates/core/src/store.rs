@@ -141,6 +141,26 @@ pub trait Store: Send + Sync {
     /// Every event of a run, in order.
     fn events<'a>(&'a self, run: &'a RunId) -> BoxFuture<'a, Result<Vec<Event>, StoreError>>;
 
+    /// The events of a run with a `seq` above `after`, in order, at most
+    /// `limit` of them: how a reader that follows a run (a live event
+    /// stream) reads only what is new. The default reads the whole log;
+    /// stores override it to read only the tail.
+    fn events_since<'a>(
+        &'a self,
+        run: &'a RunId,
+        after: u64,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<Event>, StoreError>> {
+        Box::pin(async move {
+            let events = self.events(run).await?;
+            Ok(events
+                .into_iter()
+                .filter(|e| e.seq > after)
+                .take(limit)
+                .collect())
+        })
+    }
+
     /// The run's state, equal to the fold of its events.
     fn state<'a>(&'a self, run: &'a RunId) -> BoxFuture<'a, Result<RunState, StoreError>>;
 

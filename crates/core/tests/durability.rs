@@ -569,3 +569,64 @@ async fn append(store: &MemoryStore, state: &mut RunState, kind: EventKind) {
         .unwrap();
     state.apply(&event).unwrap();
 }
+
+/// A run recorded ahead (its `run_started` alone, as a server that queues
+/// runs records it) and started later ends exactly as one started at once,
+/// with the same log apart from times.
+#[tokio::test]
+async fn a_run_recorded_ahead_starts_from_its_record_as_start_would() {
+    let setup = Setup::new(demo());
+    let at_once = {
+        let store = Arc::new(MemoryStore::new());
+        let sink = Arc::new(StoreSink::new(Arc::clone(&store) as _, None));
+        setup
+            .engine(&store, sink, true)
+            .start(
+                RunId("r".into()),
+                "demo",
+                Constraints::default(),
+                json!({"k": 1}),
+            )
+            .await
+            .unwrap()
+    };
+    let setup = Setup::new(demo());
+    let store = Arc::new(MemoryStore::new());
+    let sink = Arc::new(StoreSink::new(Arc::clone(&store) as _, None));
+    let engine = setup.engine(&store, sink, true);
+    let first = Event {
+        seq: 1,
+        at: chrono::Utc::now(),
+        kind: engine.started_event(
+            RunId("r".into()),
+            "demo",
+            Constraints::default(),
+            json!({"k": 1}),
+        ),
+    };
+    store
+        .append(&RunId("r".into()), std::slice::from_ref(&first), None)
+        .await
+        .unwrap();
+    let recorded = store.state(&RunId("r".into())).await.unwrap();
+    let later = engine.start_recorded(recorded).await.unwrap();
+    assert_eq!(stable(&later), stable(&at_once));
+    let kinds = |s: &RunState| {
+        s.execution_history
+            .iter()
+            .map(|e| e.kind.name())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(kinds(&later), kinds(&at_once));
+    assert_eq!(
+        at_once.execution_history[0].kind, first.kind,
+        "the same first event"
+    );
+    assert_eq!(store.state(&RunId("r".into())).await.unwrap(), later);
+    // Only a run with nothing but its first event starts from its record.
+    let again = engine.start_recorded(later).await;
+    assert!(
+        matches!(again, Err(stepwise_core::EngineError::Invariant(_))),
+        "{again:?}"
+    );
+}

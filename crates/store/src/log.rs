@@ -94,6 +94,37 @@ impl SqliteStore {
         })
     }
 
+    fn events_since_now(
+        &self,
+        run: &RunId,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<Event>, StoreError> {
+        self.read(|tx| {
+            if last_seq(tx, run)?.is_none() {
+                return Err(StoreError::NotFound(run.clone()).into());
+            }
+            let mut stmt = tx.prepare_cached(
+                "SELECT body FROM events WHERE run_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
+            )?;
+            let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+            let mut rows = stmt.query(rusqlite::params![
+                run.as_str(),
+                u64_to_sql(after, "event seq").unwrap_or(i64::MAX),
+                limit
+            ])?;
+            let mut events = Vec::new();
+            while let Some(row) = rows.next()? {
+                let body = row
+                    .get_ref(0)?
+                    .as_str()
+                    .map_err(|e| Fail::Data(format!("unreadable event: {e}")))?;
+                events.push(from_json(body, "event")?);
+            }
+            Ok(events)
+        })
+    }
+
     fn state_now(&self, run: &RunId) -> Result<RunState, StoreError> {
         self.read(|tx| load_state(tx, run).map(|(state, _)| state))
     }
@@ -292,6 +323,15 @@ impl Store for SqliteStore {
 
     fn events<'a>(&'a self, run: &'a RunId) -> BoxFuture<'a, Result<Vec<Event>, StoreError>> {
         Box::pin(async move { self.events_now(run) })
+    }
+
+    fn events_since<'a>(
+        &'a self,
+        run: &'a RunId,
+        after: u64,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<Event>, StoreError>> {
+        Box::pin(async move { self.events_since_now(run, after, limit) })
     }
 
     fn state<'a>(&'a self, run: &'a RunId) -> BoxFuture<'a, Result<RunState, StoreError>> {

@@ -12,6 +12,7 @@ pub(crate) mod replay;
 pub(crate) mod resume;
 pub(crate) mod run;
 pub(crate) mod runs;
+pub(crate) mod serve;
 pub(crate) mod show;
 pub(crate) mod strategies;
 pub(crate) mod tools;

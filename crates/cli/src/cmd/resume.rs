@@ -19,7 +19,11 @@ use crate::session::{self, Host, Session};
 
 /// What changed outside the log since a run stopped for review (its notes),
 /// and the settings to record if it goes on.
-fn host_changes(state: &RunState, host: &Host, loaded: &LoadedCorpus) -> (Vec<String>, Value) {
+pub(crate) fn host_changes(
+    state: &RunState,
+    host: &Host,
+    loaded: &LoadedCorpus,
+) -> (Vec<String>, Value) {
     let now = loaded.fingerprint();
     let mut changed = Vec::new();
     // A run recorded without a fingerprint cannot tell: only a known

@@ -97,7 +97,7 @@ pub(crate) fn run(args: &RunArgs, db_flag: Option<&PathBuf>) -> CliResult {
 
 /// `allowed_tools` may name only tools the run can call: an unknown name
 /// would otherwise leave the planner with nothing to use, unexplained.
-fn check_allowed_tools(constraints: &Constraints, host: &Host) -> CliResult {
+pub(crate) fn check_allowed_tools(constraints: &Constraints, host: &Host) -> CliResult {
     let Some(allowed) = &constraints.allowed_tools else {
         return Ok(());
     };

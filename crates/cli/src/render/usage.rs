@@ -33,8 +33,17 @@ pub(crate) fn usd(amount: f64) -> String {
 /// `cost` and a `cost_usd` on each entry of `usage_by_step` and
 /// `usage_by_role` when `stepwise.toml` prices the run's model.
 pub(crate) fn priced_output(state: &RunState) -> anyhow::Result<Value> {
+    priced_output_with(state, price(state))
+}
+
+/// [`priced_output`] with the run's model and price given (`stepwise serve`
+/// reads its config once, not at every request).
+pub(crate) fn priced_output_with(
+    state: &RunState,
+    price: Option<(String, Price)>,
+) -> anyhow::Result<Value> {
     let mut value = serde_json::to_value(state.final_output()).context("cannot encode the run")?;
-    let Some((model, price)) = price(state) else {
+    let Some((model, price)) = price else {
         return Ok(value);
     };
     if let Value::Object(map) = &mut value {

@@ -17,7 +17,9 @@
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStderr, ChildStdin, Command, ExitStatus, Output, Stdio};
+use std::process::{
+    Child, ChildStderr, ChildStdin, ChildStdout, Command, ExitStatus, Output, Stdio,
+};
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -320,6 +322,16 @@ impl Running {
     /// Its standard error, if piped.
     pub(crate) fn take_stderr(&mut self) -> Option<ChildStderr> {
         self.child().stderr.take()
+    }
+
+    /// Its standard output, if piped.
+    pub(crate) fn take_stdout(&mut self) -> Option<ChildStdout> {
+        self.child().stdout.take()
+    }
+
+    /// Whether it has ended, without waiting.
+    pub(crate) fn try_wait(&mut self) -> Option<ExitStatus> {
+        self.child().try_wait().ok().flatten()
     }
 
     /// SIGKILL.

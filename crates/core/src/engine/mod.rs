@@ -222,20 +222,57 @@ impl Engine {
         constraints: Constraints,
         host: Value,
     ) -> Result<RunState, EngineError> {
-        let max_steps = constraints.max_steps.unwrap_or(self.config.max_steps);
-        let max_replans = constraints.max_replans.unwrap_or(self.config.max_replans);
         let mut run = Run::new(self);
-        run.record(EventKind::RunStarted {
+        run.record(self.started_event(run_id, input, constraints, host))
+            .await?;
+        run.drive(Node::PrepareInput).await?;
+        Ok(run.state)
+    }
+
+    /// The `run_started` event [`start`](Self::start) records first: the
+    /// bounds (the constraints' or this engine's), the strategy and `host`.
+    /// A program that records a run before it works on it (a server that
+    /// queues runs) appends it itself, then calls
+    /// [`start_recorded`](Self::start_recorded).
+    pub fn started_event(
+        &self,
+        run_id: RunId,
+        input: &str,
+        constraints: Constraints,
+        host: Value,
+    ) -> EventKind {
+        EventKind::RunStarted {
             run_id,
             input: input.to_owned(),
+            max_replans: constraints.max_replans.unwrap_or(self.config.max_replans),
+            max_steps: constraints.max_steps.unwrap_or(self.config.max_steps),
             constraints: Box::new(constraints),
-            max_replans,
-            max_steps,
             max_repairs: self.config.max_repairs,
             host,
             strategy: self.strategy.name().to_owned(),
-        })
-        .await?;
+        }
+    }
+
+    /// Runs to the end a run whose log holds only its `run_started` event
+    /// (see [`started_event`](Self::started_event)), as [`start`](Self::start)
+    /// would have from there. Any other state is an [`EngineError::Invariant`]:
+    /// a run that got further is [`resume`](Self::resume)d.
+    pub async fn start_recorded(&self, state: RunState) -> Result<RunState, EngineError> {
+        if !matches!(
+            state.execution_history.as_slice(),
+            [Event {
+                kind: EventKind::RunStarted { .. },
+                ..
+            }]
+        ) {
+            return Err(EngineError::Invariant(format!(
+                "run {} has {} events; only a run with nothing but run_started starts from its record",
+                state.run_id,
+                state.execution_history.len()
+            )));
+        }
+        let mut run = Run::new(self);
+        run.state = state;
         run.drive(Node::PrepareInput).await?;
         Ok(run.state)
     }

@@ -165,6 +165,24 @@ async fn log_and_snapshot<S: Store>(store: Arc<S>) -> Result<(), ConformanceFail
     ensure(events == log, "events", || {
         "the log read back differs from the log written".into()
     })?;
+    for (after, limit) in [(0, usize::MAX), (2, 3), (3, 1), (log.len() as u64, 5)] {
+        let tail = store
+            .events_since(&run, after, limit)
+            .await
+            .map_err(|e| fail("events_since", e.to_string()))?;
+        let expected: Vec<Event> = log
+            .iter()
+            .filter(|e| e.seq > after)
+            .take(limit)
+            .cloned()
+            .collect();
+        ensure(tail == expected, "events_since", || {
+            format!(
+                "after {after}, limit {limit}: got seqs {:?}",
+                tail.iter().map(|e| e.seq).collect::<Vec<_>>()
+            )
+        })?;
+    }
     let state = store
         .state(&run)
         .await
@@ -254,6 +272,12 @@ async fn unknown_runs<S: Store>(store: &S) -> Result<(), ConformanceFailure> {
         matches!(s, Err(StoreError::NotFound(_))),
         "unknown run",
         || format!("state: {s:?}"),
+    )?;
+    let t = store.events_since(&run, 0, 10).await;
+    ensure(
+        matches!(t, Err(StoreError::NotFound(_))),
+        "unknown run",
+        || format!("events_since: {t:?}"),
     )?;
     // A run's first event must be seq 1.
     let log = sample_log(&run);

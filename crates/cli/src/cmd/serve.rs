@@ -1,0 +1,484 @@
+//! `stepwise serve`: the HTTP API of `stepwise-server` over this run
+//! database. Its runs are worked on by the same machinery as `stepwise run`
+//! and `stepwise resume` — the one [`EngineBuilder`], the store's sink fenced
+//! by the run's lease, the idempotency log, the settings recorded in
+//! `run_started.host` — so a run the server started can be resumed by the
+//! CLI and a run the CLI started can be resumed by the server.
+//!
+//! The server records a run's first event when it accepts it and works on
+//! it once a slot is free ([`Engine::start_recorded`]); it records the
+//! tenant (and the approval mode) beside the CLI's settings in the host
+//! JSON, which the CLI keeps as it is when it resumes the run.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::anyhow;
+use async_trait::async_trait;
+use serde_json::Value;
+use stepwise_core::engine::{ResumeOptions, what_changed};
+use stepwise_core::{
+    Engine, Event, EventKind, EventSink, Lease, RunId, RunLease, RunState, RunStatus, Store,
+    StoreError, StoreSink, Usage,
+};
+use stepwise_server::{
+    ApproveMode as ServeApprove, Auth, DEFAULT_LISTEN, ErrorCode, LaunchError, Launcher, NewRun,
+    Resume, Server, ServerOptions, Stop, TENANT_KEY, Work,
+};
+use stepwise_store::SqliteStore;
+use stepwise_tools::notes::LoadedCorpus;
+
+use crate::cli::{ApproveMode, ServeArgs};
+use crate::config::Config;
+use crate::db::{self, LEASE_TTL_MS};
+use crate::error::{CliError, CliResult};
+use crate::output;
+use crate::render::usage::priced_output_with;
+use crate::session::{self, EngineBuilder, Host};
+
+/// The host JSON key of a server run's approval mode (beside [`TENANT_KEY`]).
+const APPROVE_KEY: &str = "approve";
+
+/// `stepwise serve [--listen ADDR] [--insecure-no-auth]`.
+pub(crate) fn serve(args: &ServeArgs, db_flag: Option<&PathBuf>) -> CliResult {
+    let cwd = std::env::current_dir()
+        .map_err(|e| CliError::usage(anyhow!("cannot read the current directory: {e}")))?;
+    let config = Config::load(&cwd)?;
+    let mut serve = config.serve().cloned().unwrap_or_default();
+    // Roots are relative to the folder stepwise.toml is read from.
+    for root in &mut serve.notes_roots {
+        *root = cwd.join(&*root);
+    }
+    if let Some(root) = &mut serve.workspace_root {
+        *root = cwd.join(&*root);
+    }
+    let configured = config.mcp_servers(&[], &cwd)?;
+    for (name, set) in &serve.tool_sets {
+        if let Some(missing) = set.mcp.iter().find(|s| !configured.contains_key(*s)) {
+            return Err(CliError::usage(anyhow!(
+                "[serve.tool_sets.{name}] names MCP server {missing:?}, which [mcp.servers] does not configure"
+            )));
+        }
+    }
+    let listen = args
+        .listen
+        .clone()
+        .or_else(|| serve.listen.clone())
+        .unwrap_or_else(|| DEFAULT_LISTEN.to_owned());
+    let addr: SocketAddr = listen.parse().map_err(|_| {
+        CliError::usage(anyhow!(
+            "--listen {listen}: expected an address and port, e.g. 127.0.0.1:8472"
+        ))
+    })?;
+    let auth = if args.insecure_no_auth {
+        if !addr.ip().is_loopback() {
+            return Err(CliError::usage(anyhow!(
+                "--insecure-no-auth only works on a loopback address (127.0.0.1 or ::1), not {addr}: anyone who can reach it could act on every run"
+            )));
+        }
+        Auth::none()
+    } else {
+        Auth::from_config(&serve.tokens, |var| std::env::var(var).ok())
+            .map_err(|e| CliError::usage(anyhow!("{e}")))?
+    };
+    let store = db::open(db_flag)?;
+    // Reads (and a person's changes) on a connection of their own.
+    let reads = db::open(db_flag)?;
+    let launcher = Arc::new(ServeLauncher { store, config, cwd });
+    let log: stepwise_server::Log = Arc::new(|line: &str| output::note(line));
+    let insecure = auth.is_none();
+    let server = Server::new(ServerOptions {
+        store: reads,
+        launcher,
+        config: serve,
+        auth,
+        log,
+    })
+    .map_err(|e| CliError::usage(anyhow!("[serve]: {e}")))?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::failed(anyhow!("cannot start the async runtime: {e}")))?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|e| CliError::usage(anyhow!("cannot listen on {addr}: {e}")))?;
+        let local = listener
+            .local_addr()
+            .map_err(|e| CliError::failed(anyhow!("cannot read the address listened on: {e}")))?;
+        if insecure {
+            output::note(&format!(
+                "WARNING: --insecure-no-auth: every request to http://{local} acts on every run, with no token; use it on this machine only"
+            ));
+        }
+        output::stdout(&format!("stepwise serve: listening on http://{local}\n"))?;
+        server
+            .serve(listener, crate::mcp::interrupt())
+            .await
+            .map_err(|e| CliError::failed(anyhow!("{e}")))
+    })
+}
+
+/// The CLI's run machinery, for the server.
+struct ServeLauncher {
+    /// The engines' store (a second connection serves the API's reads).
+    store: Arc<SqliteStore>,
+    config: Config,
+    cwd: PathBuf,
+}
+
+fn invalid(code: ErrorCode, message: impl std::fmt::Display) -> LaunchError {
+    LaunchError::Invalid {
+        code,
+        message: message.to_string(),
+    }
+}
+
+fn failed(e: impl std::fmt::Display) -> LaunchError {
+    LaunchError::Failed(e.to_string())
+}
+
+/// Loads a run's notes off the async threads.
+async fn notes(dir: &Path) -> Result<LoadedCorpus, LaunchError> {
+    let dir = dir.to_path_buf();
+    tokio::task::spawn_blocking(move || session::load_notes(&dir, true))
+        .await
+        .map_err(failed)?
+        .map_err(|e| invalid(ErrorCode::NotesUnavailable, format!("{e:#}")))
+}
+
+impl ServeLauncher {
+    /// The MCP servers of a tool set, as `stepwise.toml` configures them.
+    fn tool_set(
+        &self,
+        name: &str,
+        servers: &[String],
+    ) -> Result<BTreeMap<String, stepwise_mcp::ServerConfig>, LaunchError> {
+        let configured = self
+            .config
+            .mcp_servers(&[], &self.cwd)
+            .map_err(|e| invalid(ErrorCode::UnknownToolSet, format!("{e:#}")))?;
+        servers
+            .iter()
+            .map(|server| {
+                configured
+                    .get(server)
+                    .map(|c| (server.clone(), c.clone()))
+                    .ok_or_else(|| {
+                        invalid(
+                            ErrorCode::UnknownToolSet,
+                            format!(
+                                "tool set {name:?} names MCP server {server:?}, which stepwise.toml does not configure"
+                            ),
+                        )
+                    })
+            })
+            .collect()
+    }
+
+    /// The engine for a run's settings, writing to the store fenced by `lease`.
+    fn engine(
+        &self,
+        host: &Host,
+        loaded: LoadedCorpus,
+        approve: ApproveMode,
+        lease: &Lease,
+        sink: Arc<dyn EventSink>,
+        mcp: &stepwise_mcp::McpServers,
+    ) -> Result<Engine, LaunchError> {
+        let engine = EngineBuilder::for_run(
+            &self.config,
+            host,
+            Arc::new(loaded.corpus),
+            approve,
+            &self.cwd,
+        )
+        .map_err(|e| failed(format!("{e:#}")))?
+        .tools(mcp.tools())
+        .build()
+        .map_err(|e| failed(format!("{e:#}")))?;
+        Ok(engine
+            .with_idempotency_log(Arc::clone(&self.store) as _)
+            .with_sink(Arc::new(StoreSink::new(
+                Arc::clone(&self.store) as _,
+                Some(lease.fence),
+            )))
+            .with_sink(sink))
+    }
+
+    /// Records `run_cancelled` (fenced by `lease`) unless the run ended.
+    async fn record_cancel(
+        &self,
+        run: &RunId,
+        lease: &Lease,
+        reason: String,
+        sink: &dyn EventSink,
+    ) -> Result<RunStatus, LaunchError> {
+        let state = self.store.state(run).await.map_err(failed)?;
+        if ended(state.status) {
+            return Ok(state.status);
+        }
+        let event = Event {
+            seq: state.execution_history.len() as u64 + 1,
+            at: chrono::Utc::now(),
+            kind: EventKind::RunCancelled { reason },
+        };
+        self.store
+            .append(run, std::slice::from_ref(&event), Some(lease.fence))
+            .await
+            .map_err(failed)?;
+        let _ = sink.record_all(run, std::slice::from_ref(&event)).await;
+        Ok(RunStatus::Cancelled)
+    }
+
+    /// [`Launcher::work`] once the lease is held.
+    async fn work_leased(&self, lease: &Lease, work: Work) -> Result<RunStatus, LaunchError> {
+        let Work {
+            run,
+            resume,
+            mut stop,
+            sink,
+        } = work;
+        let state = self.store.state(&run).await.map_err(failed)?;
+        if ended(state.status) {
+            return Ok(state.status);
+        }
+        if let Some(Stop::Cancel { reason }) = stop.now() {
+            return self.record_cancel(&run, lease, reason, sink.as_ref()).await;
+        }
+        let host = Host::of(&state).map_err(|e| LaunchError::NotResumable(format!("{e:#}")))?;
+        let loaded = notes(&host.notes).await?;
+        let recorded = state
+            .host
+            .get(APPROVE_KEY)
+            .and_then(|v| serde_json::from_value::<ServeApprove>(v.clone()).ok());
+        let approve = match resume.as_ref().and_then(|r| r.approve).or(recorded) {
+            Some(ServeApprove::Auto) => ApproveMode::Auto,
+            Some(ServeApprove::Never) | None => ApproveMode::Never,
+        };
+        let fresh = resume.is_none() && state.execution_history.len() == 1;
+        let options = if fresh {
+            None
+        } else {
+            let (changed, new_host) = if state.status == RunStatus::NeedsReview {
+                crate::cmd::resume::host_changes(&state, &host, &loaded)
+            } else {
+                (Vec::new(), Value::Null)
+            };
+            let resume = resume.unwrap_or_default();
+            let options = ResumeOptions {
+                by: if resume.by.is_empty() {
+                    "stepwise serve".to_owned()
+                } else {
+                    resume.by
+                },
+                max_replans: resume.max_replans,
+                max_steps: resume.max_steps,
+                changed,
+                host: new_host,
+            };
+            if state.status == RunStatus::NeedsReview && what_changed(&state, &options).is_empty() {
+                return Ok(RunStatus::NeedsReview); // it would only repeat itself
+            }
+            Some(options)
+        };
+        // Its MCP servers, started for this piece of work and stopped after it.
+        let log = crate::mcp::log_path(self.store.path(), run.as_str());
+        let mcp = crate::mcp::start(&host.mcp, log.as_deref())
+            .await
+            .map_err(|e| failed(format!("cannot start the run's MCP servers: {e:#}")))?;
+        let engine = match self.engine(&host, loaded, approve, lease, Arc::clone(&sink), &mcp) {
+            Ok(engine) => engine,
+            Err(e) => {
+                mcp.shutdown().await;
+                return Err(e);
+            }
+        };
+        let renew_store = Arc::clone(&self.store);
+        let renew_lease = lease.clone();
+        let renewal = tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(std::time::Duration::from_millis(LEASE_TTL_MS / 3)).await;
+                if renew_store.renew(&renew_lease, LEASE_TTL_MS).await.is_err() {
+                    break; // taken over: the next append fails with `Fenced`
+                }
+            }
+        });
+        let driving = Box::pin(async {
+            match options {
+                None => engine.start_recorded(state).await,
+                Some(options) => engine.resume(state, options).await,
+            }
+        });
+        let outcome = {
+            let mut driving = driving;
+            tokio::select! {
+                done = &mut driving => Ok(done),
+                stop = stop.stopped() => {
+                    // Dropping the run abandons its steps in flight; every
+                    // transition so far is on record.
+                    drop(driving);
+                    Err(stop)
+                }
+            }
+        };
+        renewal.abort();
+        mcp.shutdown().await;
+        match outcome {
+            Ok(Ok(state)) => Ok(state.status),
+            Ok(Err(e)) => Err(failed(e)),
+            Err(Stop::Cancel { reason }) => {
+                self.record_cancel(&run, lease, reason, sink.as_ref()).await
+            }
+            Err(Stop::Shutdown) => Ok(RunStatus::Running),
+        }
+    }
+}
+
+fn ended(status: RunStatus) -> bool {
+    matches!(
+        status,
+        RunStatus::Ok | RunStatus::Failed | RunStatus::Cancelled
+    )
+}
+
+#[async_trait]
+impl Launcher for ServeLauncher {
+    async fn create(&self, run: NewRun) -> Result<(), LaunchError> {
+        let strategy =
+            session::strategy(&run.strategy).map_err(|e| invalid(ErrorCode::UnknownStrategy, e))?;
+        let mcp = match &run.tool_set {
+            None => BTreeMap::new(),
+            Some((name, servers)) => self.tool_set(name, servers)?,
+        };
+        // A bad spec or a missing key fails here, before anything is
+        // recorded; so does a role's own model (`[roles.NAME]`, as for `run`).
+        let unusable = |e: anyhow::Error| invalid(ErrorCode::UnknownModel, format!("{e:#}"));
+        self.config.model(&run.model, &self.cwd).map_err(unusable)?;
+        let mut role_models = self.config.role_models();
+        for spec in role_models.values_mut() {
+            if let Some(file) = spec.strip_prefix("script:") {
+                *spec = format!("script:{}", self.cwd.join(file).display());
+            }
+            self.config.model(spec, &self.cwd).map_err(unusable)?;
+        }
+        // The settings `stepwise run` records, each absent one at its default.
+        let mut host: Host = serde_json::from_value(serde_json::json!({
+            "notes": run.notes,
+            "workspace": run.workspace,
+            "concurrency": run.concurrency,
+            "plan": run.plan,
+            "review": run.review,
+            "repair": run.repair,
+            "model": run.model,
+            "role_models": role_models,
+            "mcp": mcp,
+        }))
+        .map_err(failed)?;
+        host.strategy = strategy.name().to_owned();
+        crate::cmd::run::check_allowed_tools(&run.constraints, &host)
+            .map_err(|e| invalid(ErrorCode::InvalidConstraints, e))?;
+        let loaded = notes(&host.notes).await?;
+        host.notes_fingerprint = Some(loaded.fingerprint());
+        let mut host_json = serde_json::to_value(&host).map_err(failed)?;
+        if let Value::Object(map) = &mut host_json {
+            map.insert(TENANT_KEY.to_owned(), Value::String(run.tenant));
+            map.insert(
+                APPROVE_KEY.to_owned(),
+                serde_json::to_value(run.approve).map_err(failed)?,
+            );
+        }
+        let engine = EngineBuilder::for_run(
+            &self.config,
+            &host,
+            Arc::new(loaded.corpus),
+            ApproveMode::Never,
+            &self.cwd,
+        )
+        .and_then(EngineBuilder::build)
+        .map_err(|e| failed(format!("{e:#}")))?;
+        let event = Event {
+            seq: 1,
+            at: chrono::Utc::now(),
+            kind: engine.started_event(run.run_id.clone(), &run.goal, run.constraints, host_json),
+        };
+        self.store
+            .append(&run.run_id, &[event], None)
+            .await
+            .map_err(failed)
+    }
+
+    async fn check_resume(&self, state: &RunState, resume: &Resume) -> Result<(), LaunchError> {
+        let host = Host::of(state).map_err(|e| LaunchError::NotResumable(format!("{e:#}")))?;
+        if state.status != RunStatus::NeedsReview {
+            return Ok(());
+        }
+        let loaded = notes(&host.notes).await?;
+        let (changed, new_host) = crate::cmd::resume::host_changes(state, &host, &loaded);
+        let options = ResumeOptions {
+            by: resume.by.clone(),
+            max_replans: resume.max_replans,
+            max_steps: resume.max_steps,
+            changed,
+            host: new_host,
+        };
+        if what_changed(state, &options).is_empty() {
+            return Err(LaunchError::Unchanged {
+                hint: format!(
+                    "nothing changed since run {} stopped for review, so resuming it would only repeat itself: raise max_replans (now {}) or max_steps (now {}), or change its notes; or cancel it",
+                    state.run_id, state.max_replans, state.max_steps
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    async fn work(&self, work: Work) -> Result<RunStatus, LaunchError> {
+        let lease = self.lease(&work.run).await?;
+        let result = self.work_leased(&lease, work).await;
+        self.release(&lease).await;
+        result
+    }
+
+    async fn lease(&self, run: &RunId) -> Result<Lease, LaunchError> {
+        let holder = db::holder();
+        match self.store.acquire(run, &holder, LEASE_TTL_MS).await {
+            Ok(lease) => Ok(lease),
+            Err(StoreError::Leased { holder: other, .. }) if db::holder_is_dead(&other) => {
+                self.store.break_lease(run, &other).await.map_err(failed)?;
+                self.store
+                    .acquire(run, &holder, LEASE_TTL_MS)
+                    .await
+                    .map_err(|e| lease_error(run, e))
+            }
+            Err(e) => Err(lease_error(run, e)),
+        }
+    }
+
+    async fn release(&self, lease: &Lease) {
+        let _ = self.store.release(lease).await;
+    }
+
+    fn output(&self, state: &RunState) -> Result<Value, LaunchError> {
+        let price = Host::of(state)
+            .ok()
+            .and_then(|h| self.config.price(&h.model).map(|p| (h.model, p)));
+        priced_output_with(state, price).map_err(|e| failed(format!("{e:#}")))
+    }
+
+    fn cost(&self, model: &str, usage: &Usage) -> Option<f64> {
+        self.config.price(model).map(|p| p.cost(usage))
+    }
+}
+
+fn lease_error(run: &RunId, e: StoreError) -> LaunchError {
+    match e {
+        StoreError::Leased { holder, .. } => LaunchError::Leased {
+            run: run.to_string(),
+            holder,
+        },
+        other => failed(other),
+    }
+}

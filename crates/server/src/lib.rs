@@ -1,0 +1,445 @@
+//! # stepwise-server
+//!
+//! Stepwise's HTTP API, as a library: `stepwise serve` wires it to the same
+//! store, engine builder and leases as the CLI through a [`Launcher`].
+//!
+//! - `POST /v1/runs` records a run and queues it (at most
+//!   [`Limits::max_running`] are worked on at once; the rest wait,
+//!   `queued`); `GET /v1/runs` lists a tenant's runs (by status, a page at
+//!   a time); `GET /v1/runs/{id}` is exactly `stepwise show RUN --json`;
+//!   `GET /v1/runs/{id}/events` is the log, as JSON or as a live
+//!   `text/event-stream` resumable with `Last-Event-ID`;
+//!   `GET /v1/runs/{id}/approvals`, `POST /v1/runs/{id}/approve` (bound to
+//!   each step's argument hash), `/reject`, `/resume` and `/cancel` (which
+//!   reaches a running run and stops it);
+//! - `GET /v1/openapi.json`: the OpenAPI document, generated from the
+//!   handlers' types (aide + schemars); `GET /metrics`: Prometheus text;
+//! - every route needs a bearer token bound to a tenant ([`Auth`]); another
+//!   tenant's run is a 404; errors are JSON with a stable [`ErrorCode`];
+//! - a client names notes folders and workspaces only under the configured
+//!   roots ([`paths`]), models and tool sets only by configured names;
+//! - limits: body size, request time, runs at once, queue length, streams;
+//!   on shutdown the runs in flight stop at their last checkpoint and are
+//!   resumed when the server starts again.
+//!
+//! `/` is left free for the dashboard.
+
+mod act;
+mod api;
+mod auth;
+mod config;
+mod error;
+mod events;
+mod hub;
+mod jobs;
+mod launcher;
+mod metrics;
+pub mod paths;
+
+use std::collections::HashMap;
+use std::sync::atomic::AtomicUsize;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::Duration;
+
+use axum::body::Bytes;
+use stepwise_core::{RunId, RunState, RunStatus, Store};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+pub use crate::act::{Pending, PendingStep, StepApproval};
+pub use crate::api::{
+    ApiStatus, ApproveRequest, Approved, CancelRequest, Links, ListQuery, RejectRequest, Rejected,
+    ResumeRequest, RunItem, RunList, RunStatusBody, SubmitRun, Submitted,
+};
+pub use crate::auth::{Auth, AuthError, TOKENS_ENV};
+pub use crate::config::{
+    DEFAULT_LISTEN, LOCAL_TENANT, Limits, ServeConfig, TokenConfig, ToolSetConfig,
+};
+pub use crate::error::{ApiError, ErrorBody, ErrorCode, ErrorDetail};
+pub use crate::events::{EventPage, EventsQuery};
+pub use crate::launcher::{
+    ApproveMode, LaunchError, Launcher, NewRun, Resume, Stop, StopSignal, TENANT_KEY, Work,
+    tenant_of,
+};
+pub use crate::paths::{RootError, Roots};
+
+use crate::api::AppState;
+use crate::error::ApiResult;
+use crate::hub::Hub;
+use crate::jobs::Jobs;
+use crate::metrics::Metrics;
+
+/// Where the server's log lines go (`stepwise serve`: stderr).
+pub type Log = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// Why the server could not start or serve.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    /// A root in `[serve]` cannot be used.
+    #[error(transparent)]
+    Root(#[from] RootError),
+    /// `[serve]` makes no sense.
+    #[error("{0}")]
+    Config(String),
+    /// Accepting connections failed.
+    #[error("cannot serve: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// What every handler shares.
+pub(crate) struct Shared {
+    /// Reads, and the events a person's change appends.
+    store: Arc<dyn Store>,
+    launcher: Arc<dyn Launcher>,
+    jobs: Arc<Jobs>,
+    hub: Arc<Hub>,
+    metrics: Arc<Metrics>,
+    auth: Auth,
+    roots: Roots,
+    models: std::collections::BTreeMap<String, String>,
+    default_model: String,
+    tool_sets: std::collections::BTreeMap<String, ToolSetConfig>,
+    cli_runs_tenant: Option<String>,
+    limits: Limits,
+    /// The tenant of each run seen so far (`None`: recorded without one).
+    tenants: Mutex<HashMap<RunId, Option<String>>>,
+    /// Approvals pending per run at rest, by the run's last seq.
+    pending: Mutex<HashMap<RunId, (u64, u64)>>,
+    streams: AtomicUsize,
+    shutdown: watch::Sender<bool>,
+    openapi: OnceLock<Bytes>,
+    log: Log,
+}
+
+impl Shared {
+    /// Whether `tenant` owns a run recorded with `owner`.
+    fn owns(&self, tenant: &auth::Tenant, owner: Option<&str>) -> bool {
+        match owner {
+            Some(owner) => owner == tenant.0,
+            None => self.cli_runs_tenant.as_deref() == Some(tenant.0.as_str()),
+        }
+    }
+
+    fn remember(&self, run: &RunId, owner: Option<String>) {
+        self.tenants
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(run.clone(), owner);
+    }
+
+    /// A run the tenant may see, or the same 404 as a run that does not exist.
+    async fn owned(&self, tenant: &auth::Tenant, id: &str) -> ApiResult<RunState> {
+        let run = RunId(id.to_owned());
+        let state = self
+            .store
+            .state(&run)
+            .await
+            .map_err(|e| act::store_error(&run, e))?;
+        let owner = tenant_of(&state).map(str::to_owned);
+        let mine = self.owns(tenant, owner.as_deref());
+        self.remember(&run, owner);
+        if mine {
+            Ok(state)
+        } else {
+            Err(ApiError::run_not_found(id))
+        }
+    }
+
+    /// Whether the tenant owns `run` (its tenant read once, then cached).
+    async fn owns_run(&self, tenant: &auth::Tenant, run: &RunId) -> bool {
+        let cached = self
+            .tenants
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(run)
+            .cloned();
+        let owner = match cached {
+            Some(owner) => owner,
+            None => match self.store.state(run).await {
+                Ok(state) => {
+                    let owner = tenant_of(&state).map(str::to_owned);
+                    self.remember(run, owner.clone());
+                    owner
+                }
+                Err(_) => return false,
+            },
+        };
+        self.owns(tenant, owner.as_deref())
+    }
+
+    /// The model spec a client's model name stands for.
+    fn model(&self, name: Option<&str>) -> ApiResult<String> {
+        let name = name.unwrap_or(&self.default_model);
+        if name == "offline" {
+            return Ok("offline".to_owned());
+        }
+        self.models.get(name).cloned().ok_or_else(|| {
+            let mut names: Vec<&str> = self.models.keys().map(String::as_str).collect();
+            names.insert(0, "offline");
+            ApiError::new(
+                ErrorCode::UnknownModel,
+                format!(
+                    "this server has no model named {name:?}; it has: {}",
+                    names.join(", ")
+                ),
+            )
+        })
+    }
+
+    /// The tool set a client's name stands for.
+    fn tool_set(&self, name: &str) -> ApiResult<(String, Vec<String>)> {
+        self.tool_sets
+            .get(name)
+            .map(|t| (name.to_owned(), t.mcp.clone()))
+            .ok_or_else(|| {
+                let names: Vec<&str> = self.tool_sets.keys().map(String::as_str).collect();
+                ApiError::new(
+                    ErrorCode::UnknownToolSet,
+                    if names.is_empty() {
+                        format!("this server has no tool sets (asked for {name:?})")
+                    } else {
+                        format!(
+                            "this server has no tool set named {name:?}; it has: {}",
+                            names.join(", ")
+                        )
+                    },
+                )
+            })
+    }
+
+    /// The text of `/metrics`.
+    async fn metrics_text(&self) -> ApiResult<String> {
+        let summaries = self
+            .store
+            .list_runs()
+            .await
+            .map_err(|e| ApiError::internal(&e.to_string()))?;
+        let (queued, working) = self.jobs.counts();
+        let mut snapshot = metrics::Snapshot {
+            streams: self.streams.load(std::sync::atomic::Ordering::SeqCst) as u64,
+            working,
+            ..Default::default()
+        };
+        snapshot.runs.insert("queued", queued);
+        let mut awaiting = Vec::new();
+        for s in &summaries {
+            *snapshot.runs.entry(s.status.as_str()).or_insert(0) += 1;
+            if s.status == RunStatus::AwaitingApproval {
+                awaiting.push((s.run_id.clone(), s.last_seq));
+            }
+        }
+        if let Some(running) = snapshot.runs.get_mut("running") {
+            *running = running.saturating_sub(queued);
+        }
+        for (run, last_seq) in awaiting {
+            let cached = self
+                .pending
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .get(&run)
+                .copied();
+            let n = match cached {
+                Some((seq, n)) if seq == last_seq => n,
+                _ => match self.store.state(&run).await {
+                    Ok(state) => {
+                        let n = state.pending_approvals.len() as u64
+                            + u64::from(state.pending_review.is_some());
+                        self.pending
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .insert(run, (last_seq, n));
+                        n
+                    }
+                    Err(_) => 0,
+                },
+            };
+            snapshot.approvals_pending += n;
+        }
+        let launcher = Arc::clone(&self.launcher);
+        Ok(self
+            .metrics
+            .render(&snapshot, &move |model, usage| launcher.cost(model, usage)))
+    }
+}
+
+/// What a [`Server`] is built from.
+pub struct ServerOptions {
+    /// The run database, for reads and for the events a person's change
+    /// appends (a second connection to the launcher's database is best: reads
+    /// then never wait for a run's write).
+    pub store: Arc<dyn Store>,
+    /// The run machinery.
+    pub launcher: Arc<dyn Launcher>,
+    /// `[serve]`.
+    pub config: ServeConfig,
+    /// Who may call it.
+    pub auth: Auth,
+    /// Where log lines go.
+    pub log: Log,
+}
+
+impl std::fmt::Debug for ServerOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerOptions")
+            .field("config", &self.config)
+            .field("auth", &self.auth)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The HTTP API over a store and a launcher.
+pub struct Server {
+    shared: Arc<Shared>,
+    router: axum::Router,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server").finish_non_exhaustive()
+    }
+}
+
+impl Server {
+    /// Checks `[serve]` (the roots must exist) and builds the routes and
+    /// their OpenAPI document.
+    pub fn new(options: ServerOptions) -> Result<Server, ServerError> {
+        let ServerOptions {
+            store,
+            launcher,
+            config,
+            auth,
+            log,
+        } = options;
+        if let Some(problem) = config.limits.problem() {
+            return Err(ServerError::Config(problem.to_owned()));
+        }
+        let default_model = config
+            .default_model
+            .clone()
+            .unwrap_or_else(|| "offline".to_owned());
+        if default_model != "offline" && !config.models.contains_key(&default_model) {
+            return Err(ServerError::Config(format!(
+                "[serve] default_model {default_model:?} is not in [serve.models]"
+            )));
+        }
+        let roots = Roots::new(&config.notes_roots, config.workspace_root.as_deref())?;
+        let cli_runs_tenant = config
+            .cli_runs_tenant
+            .clone()
+            .or_else(|| auth.is_none().then(|| LOCAL_TENANT.to_owned()));
+        let shared = Arc::new(Shared {
+            store,
+            launcher,
+            jobs: Arc::new(Jobs::new(
+                config.limits.max_running,
+                config.limits.max_queued,
+            )),
+            hub: Arc::new(Hub::default()),
+            metrics: Arc::new(Metrics::default()),
+            auth,
+            roots,
+            models: config.models,
+            default_model,
+            tool_sets: config.tool_sets,
+            cli_runs_tenant,
+            limits: config.limits,
+            tenants: Mutex::new(HashMap::new()),
+            pending: Mutex::new(HashMap::new()),
+            streams: AtomicUsize::new(0),
+            shutdown: watch::channel(false).0,
+            openapi: OnceLock::new(),
+            log,
+        });
+        let (router, doc) = api::router(AppState(Arc::clone(&shared)));
+        let json = serde_json::to_vec_pretty(&doc)
+            .map_err(|e| ServerError::Config(format!("cannot encode the OpenAPI document: {e}")))?;
+        let _ = shared.openapi.set(Bytes::from(json));
+        Ok(Server { shared, router })
+    }
+
+    /// The routes (e.g. to merge a dashboard into before serving).
+    pub fn router(&self) -> axum::Router {
+        self.router.clone()
+    }
+
+    /// The OpenAPI document, as JSON.
+    pub fn openapi_json(&self) -> Bytes {
+        self.shared.openapi.get().cloned().unwrap_or_default()
+    }
+
+    /// Queues every run a server was working on when it stopped (status
+    /// `running`, a tenant on record) and that no live process holds;
+    /// returns how many were queued.
+    pub async fn recover(&self) -> usize {
+        let Ok(summaries) = self.shared.store.list_runs().await else {
+            return 0;
+        };
+        let mut queued = 0;
+        for s in summaries.iter().rev() {
+            if s.status != RunStatus::Running {
+                continue;
+            }
+            let Ok(state) = self.shared.store.state(&s.run_id).await else {
+                continue;
+            };
+            let owner = tenant_of(&state).map(str::to_owned);
+            if owner.is_none() {
+                continue; // a `stepwise run` of its own
+            }
+            self.shared.remember(&s.run_id, owner);
+            if self
+                .shared
+                .jobs
+                .submit(&self.shared, s.run_id.clone(), None)
+                .is_ok()
+            {
+                queued += 1;
+            }
+        }
+        if queued > 0 {
+            (self.shared.log)(&format!(
+                "resuming {queued} run(s) that were in flight when the server last stopped"
+            ));
+        }
+        queued
+    }
+
+    /// Serves on `listener` until `shutdown` resolves: then refuses new
+    /// work, ends the event streams, tells every run to stop at its last
+    /// checkpoint, and waits for them (up to `shutdown_grace_ms`).
+    pub async fn serve(
+        self,
+        listener: TcpListener,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> Result<(), ServerError> {
+        self.recover().await;
+        let shared = Arc::clone(&self.shared);
+        let (stopping_tx, stopping) = tokio::sync::oneshot::channel::<()>();
+        let signal = {
+            let shared = Arc::clone(&shared);
+            async move {
+                shutdown.await;
+                (shared.log)("shutting down: stopping runs at their last checkpoint");
+                let _ = shared.shutdown.send(true);
+                let _ = stopping_tx.send(());
+            }
+        };
+        let jobs = Arc::clone(&shared.jobs);
+        let grace = Duration::from_millis(shared.limits.shutdown_grace_ms);
+        let drain = async move {
+            if stopping.await.is_ok() {
+                jobs.shutdown(grace).await
+            } else {
+                0
+            }
+        };
+        let serving = axum::serve(listener, self.router).with_graceful_shutdown(signal);
+        let (served, left) = tokio::join!(serving, drain);
+        if left > 0 {
+            (shared.log)(&format!(
+                "{left} run(s) did not stop within the grace period; their leases run out by themselves"
+            ));
+        }
+        served.map_err(ServerError::Io)
+    }
+}
