@@ -1438,3 +1438,128 @@ async fn load_200_streams_over_100_runs_each_get_every_event_exactly_once() {
         .unwrap();
     assert!(text.contains("stepwise_event_streams 0\n"), "{text}");
 }
+
+#[test]
+fn the_server_refuses_to_start_without_tokens_unsafe_or_misconfigured() {
+    let scratch = Scratch::new("serve", "refusals");
+    let dir = scratch.path();
+    std::fs::create_dir_all(dir.join("notes")).unwrap();
+    let token = format!("[[serve.tokens]]\ntenant = \"a\"\ntoken = \"{ACME}\"\n");
+    let cases = [
+        (
+            "[serve]\nnotes_roots = [\"notes\"]\n".to_owned(),
+            vec![],
+            "no bearer tokens",
+        ),
+        (
+            format!("[serve]\nnotes_root = [\"notes\"]\n{token}"),
+            vec![],
+            "unknown field `notes_root`",
+        ),
+        (
+            format!("[serve]\nnotes_roots = [\"missing\"]\n{token}"),
+            vec![],
+            "notes root",
+        ),
+        (
+            format!("[serve]\n[serve.limits]\nmax_runing = 1\n{token}"),
+            vec![],
+            "unknown field `max_runing`",
+        ),
+        (
+            "[serve]\n[[serve.tokens]]\ntenant = \"a\"\ntoken_env = \"UNSET_TOKEN_VAR\"\n"
+                .to_owned(),
+            vec![],
+            "UNSET_TOKEN_VAR is not set",
+        ),
+        (
+            format!("[serve]\n[serve.tool_sets.files]\nmcp = [\"fs\"]\n{token}"),
+            vec![],
+            "MCP server \"fs\"",
+        ),
+        (
+            format!("[serve]\ndefault_model = \"fast\"\n{token}"),
+            vec![],
+            "default_model",
+        ),
+        (
+            String::new(),
+            vec!["--insecure-no-auth", "--listen", "0.0.0.0:0"],
+            "only works on a loopback address",
+        ),
+        (
+            token.replace("[[", "[serve]\n[["),
+            vec!["--listen", "localhost"],
+            "--listen localhost",
+        ),
+    ];
+    for (toml, args, expected) in cases {
+        std::fs::write(dir.join("stepwise.toml"), &toml).unwrap();
+        let mut all = vec!["serve"];
+        if !args.contains(&"--listen") {
+            all.extend(["--listen", "127.0.0.1:0"]);
+        }
+        all.extend(args);
+        let out = Stepwise::new()
+            .current_dir(dir)
+            .db(&scratch.db())
+            .args(all)
+            .stdout(Stdio::piped())
+            .run();
+        assert_eq!(out.code, 2, "{toml}: {}", out.stderr);
+        assert!(out.stderr.contains(expected), "{toml}: {}", out.stderr);
+        assert!(out.stdout.is_empty(), "it never listened: {}", out.stdout);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_auth_on_loopback_every_request_acts_for_the_local_tenant() {
+    let site = Site::new("no-auth", "");
+    let notes = site.path().join("roots/notes/tiny");
+    let cli = site.cli(
+        &[
+            "run",
+            "What is the latency budget for the first token?",
+            "--notes",
+            notes.to_str().unwrap(),
+            "--run-id",
+            "run_cli",
+            "--quiet",
+        ],
+        &[],
+    );
+    assert_eq!(cli.code, 0, "{}", cli.stderr);
+    let server = Server::start(&site, &["--insecure-no-auth"], &[]);
+    assert!(
+        server.stderr().contains("WARNING: --insecure-no-auth"),
+        "{}",
+        server.stderr()
+    );
+    let submitted = server
+        .request(
+            reqwest::Method::POST,
+            "/v1/runs",
+            None,
+            Some(run_body("tiny")),
+        )
+        .await;
+    assert_eq!(submitted.status, 202, "{submitted:?}");
+    let run = submitted.body["run_id"].as_str().unwrap().to_owned();
+    server.wait_for("ignored", &run, &["ok"]).await;
+    let listed = server
+        .request(reqwest::Method::GET, "/v1/runs", None, None)
+        .await;
+    let ids: Vec<&str> = listed.body["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["run_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        [run.as_str(), "run_cli"],
+        "the CLI's runs are local's too"
+    );
+    let done = server.get(&format!("/v1/runs/{run}"), "ignored").await;
+    assert_eq!(done.body["execution_history"][0]["host"]["tenant"], "local");
+}

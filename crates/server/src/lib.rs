@@ -155,16 +155,29 @@ impl Shared {
             .cloned();
         let owner = match cached {
             Some(owner) => owner,
-            None => match self.store.state(run).await {
-                Ok(state) => {
-                    let owner = tenant_of(&state).map(str::to_owned);
+            None => match self.recorded_tenant(run).await {
+                Some(owner) => {
                     self.remember(run, owner.clone());
                     owner
                 }
-                Err(_) => return false,
+                None => return false,
             },
         };
         self.owns(tenant, owner.as_deref())
+    }
+
+    /// The tenant recorded in a run's first event (`None` inside: none on
+    /// record), read without loading the run; `None`: unreadable.
+    async fn recorded_tenant(&self, run: &RunId) -> Option<Option<String>> {
+        let first = self.store.events_since(run, 0, 1).await.ok()?;
+        match first.first().map(|e| &e.kind) {
+            Some(stepwise_core::EventKind::RunStarted { host, .. }) => Some(
+                host.get(TENANT_KEY)
+                    .and_then(serde_json::Value::as_str)
+                    .map(str::to_owned),
+            ),
+            _ => None,
+        }
     }
 
     /// The model spec a client's model name stands for.
@@ -379,10 +392,9 @@ impl Server {
             if s.status != RunStatus::Running {
                 continue;
             }
-            let Ok(state) = self.shared.store.state(&s.run_id).await else {
+            let Some(owner) = self.shared.recorded_tenant(&s.run_id).await else {
                 continue;
             };
-            let owner = tenant_of(&state).map(str::to_owned);
             if owner.is_none() {
                 continue; // a `stepwise run` of its own
             }

@@ -363,4 +363,70 @@ mod tests {
         );
         assert_eq!(escape("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
     }
+
+    #[test]
+    fn model_calls_tokens_and_cost_are_counted_by_model() {
+        use stepwise_core::FailureClass;
+        use stepwise_core::model::{ChatRequest, ChatResponse, ExchangeOutcome, FinishReason};
+        let exchange = |model: &str, ok: bool| {
+            let outcome = if ok {
+                ExchangeOutcome::Response {
+                    response: ChatResponse {
+                        text: String::new(),
+                        tool_calls: Vec::new(),
+                        finish_reason: FinishReason::Stop,
+                        usage: Usage {
+                            llm_calls: 1,
+                            input_tokens: 100,
+                            output_tokens: 20,
+                            ..Usage::default()
+                        },
+                        model: model.into(),
+                    },
+                }
+            } else {
+                ExchangeOutcome::Error {
+                    class: FailureClass::Transient,
+                    message: "503".into(),
+                    retry_after_ms: None,
+                }
+            };
+            EventKind::ModelCalled {
+                role: "planner".into(),
+                exchange: Box::new(ModelExchange {
+                    model: model.into(),
+                    request: ChatRequest::default(),
+                    outcome,
+                    attempt: 1,
+                    waited_ms: 0,
+                    duration_ms: 5,
+                }),
+            }
+        };
+        let m = Metrics::default();
+        let run = RunId("r".into());
+        m.observe(
+            &run,
+            &[
+                ev(1, 0, exchange("openai:m", true)),
+                ev(2, 1, exchange("openai:m", false)),
+                ev(3, 2, exchange("openai:m", true)),
+                ev(4, 3, exchange("anthropic:c", true)),
+            ],
+        );
+        let text = m.render(&Snapshot::default(), &|model, usage| {
+            (model == "openai:m").then(|| usage.input_tokens as f64 / 1000.0)
+        });
+        for line in [
+            "stepwise_model_calls_total{model=\"openai:m\",result=\"ok\"} 2\n",
+            "stepwise_model_calls_total{model=\"openai:m\",result=\"error\"} 1\n",
+            "stepwise_model_tokens_total{model=\"openai:m\",direction=\"input\"} 200\n",
+            "stepwise_model_tokens_total{model=\"anthropic:c\",direction=\"output\"} 20\n",
+            "stepwise_model_cost_usd_total{model=\"openai:m\"} 0.2\n",
+            "stepwise_events_total 4\n",
+        ] {
+            assert!(text.contains(line), "{line} in {text}");
+        }
+        assert!(!text.contains("stepwise_model_cost_usd_total{model=\"anthropic:c\"}"));
+    }
 }
