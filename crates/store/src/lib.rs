@@ -110,6 +110,8 @@ mod idempotency;
 mod lease;
 mod log;
 mod open;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -123,6 +125,8 @@ use crate::failpoint::Failpoint;
 
 pub use crate::failpoint::FAILPOINT_ENV;
 pub use crate::open::SCHEMA_VERSION;
+#[cfg(feature = "postgres")]
+pub use crate::postgres::PgStore;
 
 /// Most runs whose folded state the store keeps between appends.
 pub const STATE_CACHE_RUNS: usize = 256;
