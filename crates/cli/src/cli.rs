@@ -21,9 +21,11 @@ use crate::error::{exit_codes, exit_codes_help};
 #[derive(Debug, Parser)]
 #[command(name = "stepwise", version, after_help = exit_codes_help())]
 pub(crate) struct Cli {
-    /// The run database (SQLite). Default: $XDG_DATA_HOME/stepwise/stepwise.db
+    /// The run database: an SQLite file, or a PostgreSQL database as a URL
+    /// (postgres://USER:PASSWORD@HOST:PORT/DB, migrated with `stepwise
+    /// migrate`). Default: $XDG_DATA_HOME/stepwise/stepwise.db
     /// (~/.local/share/stepwise/stepwise.db).
-    #[arg(long, global = true, value_name = "PATH", env = "STEPWISE_DB")]
+    #[arg(long, global = true, value_name = "PATH|URL", env = "STEPWISE_DB")]
     pub(crate) db: Option<PathBuf>,
 
     #[command(subcommand)]
@@ -87,6 +89,12 @@ pub(crate) enum Command {
     /// only when a run broke down.
     #[command(after_help = exit_codes(&[Failed, Usage]))]
     Bench(BenchArgs),
+    /// Create or upgrade the run database's schema: for PostgreSQL
+    /// (`--db postgres://…`), run once before anything else, and again after
+    /// upgrading Stepwise; an SQLite file is upgraded when opened anyway.
+    /// Running it again changes nothing.
+    #[command(after_help = exit_codes(&[Usage]))]
+    Migrate,
 }
 
 #[derive(Debug, Subcommand)]

@@ -1,19 +1,68 @@
-//! The run database: where it lives, opening it, and who we are when we take
-//! a run's lease.
+//! The run database: where it lives (an SQLite file, or a PostgreSQL
+//! database named by a `postgres://` URL), opening it, and who we are when
+//! we take a run's lease.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::anyhow;
-use stepwise_core::{Lease, RunId, RunLease, RunState, Store, StoreError};
-use stepwise_store::SqliteStore;
+use stepwise_core::{IdempotencyLog, Lease, RunId, RunLease, RunState, Store, StoreError};
+use stepwise_store::{PgStore, SqliteStore};
 
 use crate::error::{UsageError, usage};
+
+/// What the commands need of a run database, whichever kind it is.
+pub(crate) trait RunStore: Store + RunLease + IdempotencyLog {
+    /// The database's file, for SQLite (MCP logs go beside it).
+    fn file(&self) -> Option<&Path>;
+
+    /// The idempotency log a run's lease holder writes to: on PostgreSQL
+    /// every record checks the lease's fence, as appends do.
+    fn fenced_log(self: Arc<Self>, run: &RunId, fence: u64) -> Arc<dyn IdempotencyLog>;
+}
+
+impl RunStore for SqliteStore {
+    fn file(&self) -> Option<&Path> {
+        self.path()
+    }
+
+    fn fenced_log(self: Arc<Self>, _run: &RunId, _fence: u64) -> Arc<dyn IdempotencyLog> {
+        self
+    }
+}
+
+impl RunStore for PgStore {
+    fn file(&self) -> Option<&Path> {
+        None
+    }
+
+    fn fenced_log(self: Arc<Self>, run: &RunId, fence: u64) -> Arc<dyn IdempotencyLog> {
+        Arc::new(PgStore::fenced_log(&self, run, fence))
+    }
+}
+
+/// An open run database.
+pub(crate) type Db = Arc<dyn RunStore>;
+
+/// The `--db` value as a PostgreSQL URL, if it is one.
+pub(crate) fn url(flag: Option<&PathBuf>) -> Option<String> {
+    let text = flag?.to_str()?;
+    stepwise_store::postgres::is_url(text).then(|| text.to_owned())
+}
+
+/// How messages name the database: its file, or its URL without a password.
+pub(crate) fn describe(flag: Option<&PathBuf>) -> String {
+    match url(flag) {
+        Some(url) => stepwise_store::postgres::redact(&url),
+        None => path(flag).display().to_string(),
+    }
+}
 
 /// How long a lease lasts without renewal; a live process renews it often.
 pub(crate) const LEASE_TTL_MS: u64 = 30_000;
 
-/// `--db`, else `$STEPWISE_DB` (both via clap), else the platform data directory.
+/// `--db`, else `$STEPWISE_DB` (both via clap), else the platform data
+/// directory (for a URL, see [`url`]).
 pub(crate) fn path(flag: Option<&PathBuf>) -> PathBuf {
     if let Some(p) = flag {
         return p.clone();
@@ -27,16 +76,27 @@ pub(crate) fn path(flag: Option<&PathBuf>) -> PathBuf {
     base.join("stepwise").join("stepwise.db")
 }
 
-/// Opens the database; any problem is a usage error naming the file.
-pub(crate) fn open(flag: Option<&PathBuf>) -> anyhow::Result<Arc<SqliteStore>> {
+/// Opens the database; any problem is a usage error naming it.
+pub(crate) fn open(flag: Option<&PathBuf>) -> anyhow::Result<Db> {
+    if let Some(url) = url(flag) {
+        return open_postgres(&url).map(|store| store as Db);
+    }
     let path = path(flag);
     SqliteStore::open(&path)
+        .map(|store| Arc::new(store) as Db)
+        .map_err(|e| anyhow::Error::new(UsageError(anyhow!(e))))
+}
+
+/// Connects to a PostgreSQL database (migrated: see `stepwise migrate`);
+/// any problem is a usage error naming it.
+pub(crate) fn open_postgres(url: &str) -> anyhow::Result<Arc<PgStore>> {
+    PgStore::connect(url)
         .map(Arc::new)
         .map_err(|e| anyhow::Error::new(UsageError(anyhow!(e))))
 }
 
 /// The run's state, or a usage error for an unknown id.
-pub(crate) async fn load(store: &SqliteStore, run: &str) -> anyhow::Result<RunState> {
+pub(crate) async fn load(store: &dyn RunStore, run: &str) -> anyhow::Result<RunState> {
     store
         .state(&RunId(run.to_owned()))
         .await
@@ -123,9 +183,10 @@ pub(crate) async fn take_lease<S: RunLease + ?Sized>(
 }
 
 /// The database if its file exists (`None`: nothing was ever recorded
-/// there), so a command that only reads never creates one.
-pub(crate) fn open_existing(flag: Option<&PathBuf>) -> anyhow::Result<Option<Arc<SqliteStore>>> {
-    if path(flag).exists() {
+/// there), so a command that only reads never creates one. A PostgreSQL
+/// database is always opened (connecting creates nothing).
+pub(crate) fn open_existing(flag: Option<&PathBuf>) -> anyhow::Result<Option<Db>> {
+    if url(flag).is_some() || path(flag).exists() {
         open(flag).map(Some)
     } else {
         Ok(None)
@@ -134,16 +195,13 @@ pub(crate) fn open_existing(flag: Option<&PathBuf>) -> anyhow::Result<Option<Arc
 
 /// The database and one run's state; an unknown run (or a database that does
 /// not exist) is a usage error.
-pub(crate) fn open_run(
-    flag: Option<&PathBuf>,
-    run: &str,
-) -> anyhow::Result<(Arc<SqliteStore>, RunState)> {
+pub(crate) fn open_run(flag: Option<&PathBuf>, run: &str) -> anyhow::Result<(Db, RunState)> {
     let Some(store) = open_existing(flag)? else {
         return Err(usage(anyhow!(
             "no run with id {run}: there is no database at {} yet (pass --db or set STEPWISE_DB)",
             path(flag).display()
         )));
     };
-    let state = block_on(load(&store, run))??;
+    let state = block_on(load(store.as_ref(), run))??;
     Ok((store, state))
 }

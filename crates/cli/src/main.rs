@@ -65,5 +65,6 @@ fn dispatch(cli: &Cli) -> CliResult {
         Command::Tools(args) => cmd::tools::list(args),
         Command::Strategies(args) => cmd::strategies::list(args),
         Command::Bench(args) => cmd::bench::bench(args),
+        Command::Migrate => cmd::migrate::migrate(db),
     }
 }

@@ -21,16 +21,15 @@ use stepwise_core::event::ChannelSink;
 use stepwise_core::roles::{PlanRequest, Planner, Reply, ReviewDecision, Reviewer, RoleError};
 use stepwise_core::strategy::{Strategy, StrategyRegistry};
 use stepwise_core::{
-    DraftPlan, Engine, EngineError, Goal, Lease, Plan, Roles, RunConfig, RunLease, RunState,
-    StepStatus, StoreSink, ToolRegistry,
+    DraftPlan, Engine, EngineError, Goal, Lease, Plan, Roles, RunConfig, RunState, StepStatus,
+    StoreSink, ToolRegistry,
 };
 use stepwise_llm::roles::{Prompts, llm_roles};
-use stepwise_store::SqliteStore;
 use stepwise_tools::notes::{Corpus, LoadedCorpus};
 
 use crate::cli::ApproveMode;
 use crate::config::{Config, ModelChoice, Price};
-use crate::db::{self, LEASE_TTL_MS};
+use crate::db::{self, Db, LEASE_TTL_MS};
 use crate::error::UsageError;
 use crate::output;
 use crate::progress::{Mode, Progress};
@@ -502,7 +501,7 @@ impl<'a> EngineBuilder<'a> {
 /// servers its tools call (stopped when the work ends).
 pub(crate) struct Session {
     pub(crate) engine: Engine,
-    pub(crate) store: Arc<SqliteStore>,
+    pub(crate) store: Db,
     pub(crate) lease: Lease,
     events: tokio::sync::mpsc::UnboundedReceiver<stepwise_core::Event>,
     mcp: stepwise_mcp::McpServers,
@@ -513,7 +512,7 @@ impl Session {
     /// the run's settings, `stepwise.toml` and the environment) and takes
     /// its lease.
     pub(crate) async fn open(
-        store: Arc<SqliteStore>,
+        store: Db,
         run: &stepwise_core::RunId,
         host: &Host,
         corpus: Arc<Corpus>,
@@ -527,7 +526,7 @@ impl Session {
 
     /// Builds the engine for a replay: the recorded model, recorded side effects.
     pub(crate) async fn open_replay(
-        store: Arc<SqliteStore>,
+        store: Db,
         run: &stepwise_core::RunId,
         host: &Host,
         corpus: Arc<Corpus>,
@@ -562,12 +561,12 @@ impl Session {
     /// engine writing to the store (fenced by the lease) and to the progress
     /// display.
     async fn build(
-        store: Arc<SqliteStore>,
+        store: Db,
         run: &stepwise_core::RunId,
         engine: EngineBuilder<'_>,
         host: &Host,
     ) -> anyhow::Result<Session> {
-        let log = crate::mcp::log_path(store.path(), run.as_str());
+        let log = crate::mcp::log_path(store.file(), run.as_str());
         let mcp = crate::mcp::start(&host.mcp, log.as_deref()).await?;
         let lease = match db::take_lease(store.as_ref(), run).await {
             Ok(lease) => lease,
@@ -586,7 +585,7 @@ impl Session {
             }
         };
         let engine = engine
-            .with_idempotency_log(Arc::clone(&store) as _)
+            .with_idempotency_log(Arc::clone(&store).fenced_log(run, lease.fence))
             .with_sink(Arc::new(StoreSink::new(
                 Arc::clone(&store) as _,
                 Some(lease.fence),

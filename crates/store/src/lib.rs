@@ -1,5 +1,9 @@
 //! # stepwise-store
 //!
+//! Two stores, both passing `stepwise_core::testing::store_conformance`:
+//! [`SqliteStore`] (below), and, with the `postgres` feature, `PgStore`
+//! for scale-out (see the `postgres` module).
+//!
 //! [`SqliteStore`]: Stepwise's embedded default store. One SQLite file holds
 //! every run's event log, a snapshot of each run's folded state, the run
 //! leases and the idempotency records of side-effect calls. It implements

@@ -73,9 +73,7 @@ fn migrations_run_from_an_empty_database_and_again_change_nothing() {
         .unwrap();
     assert_eq!(
         tables[0][0].as_deref(),
-        Some(
-            "events,idempotency,jobs,lease_grants,leases,migrations,runs,snapshots,workers"
-        )
+        Some("events,idempotency,jobs,lease_grants,leases,migrations,runs,snapshots,workers")
     );
     // Re-run: nothing to do, nothing changed, data kept.
     let store = PgStore::connect(db.url()).unwrap();
@@ -89,15 +87,11 @@ fn migrations_run_from_an_empty_database_and_again_change_nothing() {
         }
     );
     assert_eq!(
-        db.query("SELECT count(*) FROM stepwise.migrations").unwrap(),
+        db.query("SELECT count(*) FROM stepwise.migrations")
+            .unwrap(),
         vec![vec![Some(PG_SCHEMA_VERSION.to_string())]]
     );
-    assert_eq!(
-        block_on(store.events(&run))
-            .unwrap()
-            .len(),
-        3
-    );
+    assert_eq!(block_on(store.events(&run)).unwrap().len(), 3);
 }
 
 #[test]
@@ -108,7 +102,11 @@ fn two_migrations_at_once_are_serialised() {
         let handles: Vec<_> = (0..3).map(|_| s.spawn(|| migrate(&url).unwrap())).collect();
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     });
-    assert_eq!(results.iter().filter(|m| m.from == 0).count(), 1, "{results:?}");
+    assert_eq!(
+        results.iter().filter(|m| m.from == 0).count(),
+        1,
+        "{results:?}"
+    );
     PgStore::connect(db.url()).unwrap();
 }
 
@@ -141,8 +139,14 @@ fn an_unreachable_server_and_a_bad_url_are_one_line_errors_without_the_password(
         .port();
     let url = format!("postgres://me:s3cret@127.0.0.1:{port}/nowhere?connect_timeout=2");
     let message = PgStore::connect(&url).unwrap_err().to_string();
-    assert!(message.contains("cannot connect to postgres://me:***@127.0.0.1"), "{message}");
-    assert!(!message.contains("s3cret") && !message.contains('\n'), "{message}");
+    assert!(
+        message.contains("cannot connect to postgres://me:***@127.0.0.1"),
+        "{message}"
+    );
+    assert!(
+        !message.contains("s3cret") && !message.contains('\n'),
+        "{message}"
+    );
     let bad = PgStore::connect("postgres://me:s3cret@127.0.0.1:notaport/x")
         .unwrap_err()
         .to_string();
@@ -196,7 +200,10 @@ async fn a_takeover_and_a_stale_append_race_and_the_append_never_lands_after() {
         let run = RunId(format!("run_race_{i}"));
         let log = sample_log(&run);
         let old = store.acquire(&run, "old", 1).await.unwrap();
-        store.append(&run, &log[..2], Some(old.fence)).await.unwrap();
+        store
+            .append(&run, &log[..2], Some(old.fence))
+            .await
+            .unwrap();
         tokio::time::sleep(std::time::Duration::from_millis(2)).await;
         let (s1, s2) = (Arc::clone(&store), Arc::clone(&store));
         let (r1, r2) = (run.clone(), run.clone());
@@ -224,7 +231,10 @@ async fn a_takeover_and_a_stale_append_race_and_the_append_never_lands_after() {
     for i in 0..40 {
         let run = RunId(format!("run_race_{i}"));
         let events = store.events(&run).await.unwrap();
-        assert_eq!(store.state(&run).await.unwrap(), RunState::from_events(&events).unwrap());
+        assert_eq!(
+            store.state(&run).await.unwrap(),
+            RunState::from_events(&events).unwrap()
+        );
     }
 }
 

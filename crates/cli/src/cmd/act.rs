@@ -4,8 +4,7 @@
 //! gives the lease back.
 
 use anyhow::{Context, bail};
-use stepwise_core::{Event, EventKind, RunId, RunLease, RunState, RunStatus, Store};
-use stepwise_store::SqliteStore;
+use stepwise_core::{Event, EventKind, RunId, RunState, RunStatus};
 
 use crate::db;
 use crate::output;
@@ -38,7 +37,7 @@ pub(super) fn waiting_for(state: &RunState) -> Vec<String> {
 /// `decide` returns (fenced), and gives the lease back whatever happened.
 /// Returns the state after the append and the events' kinds.
 pub(super) fn with_lease(
-    store: &SqliteStore,
+    store: &dyn db::RunStore,
     run: &str,
     decide: impl FnOnce(&RunState) -> anyhow::Result<Vec<EventKind>>,
 ) -> anyhow::Result<(RunState, Vec<EventKind>)> {

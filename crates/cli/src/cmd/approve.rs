@@ -18,7 +18,7 @@ use crate::render::{describe_request, plural};
 pub(crate) fn approve(args: &ApproveArgs, flag: Option<&PathBuf>) -> CliResult {
     let (store, state) = db::open_run(flag, &args.run)?;
     approvable(&state)?; // fail early, before touching the lease
-    let (state, granted) = with_lease(&store, &args.run, |state| {
+    let (state, granted) = with_lease(store.as_ref(), &args.run, |state| {
         approvable(state)?;
         let by = db::person();
         let mut kinds = Vec::new();

@@ -21,7 +21,7 @@ pub(crate) fn cancel(args: &CancelArgs, flag: Option<&PathBuf>) -> CliResult {
     };
     let (store, state) = db::open_run(flag, &args.run)?;
     cancellable(&state)?;
-    let (state, _) = with_lease(&store, &args.run, |state| {
+    let (state, _) = with_lease(store.as_ref(), &args.run, |state| {
         cancellable(state)?;
         Ok(vec![EventKind::RunCancelled {
             reason: reason.clone(),

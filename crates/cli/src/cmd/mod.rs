@@ -6,6 +6,7 @@ mod act;
 pub(crate) mod approve;
 pub(crate) mod bench;
 pub(crate) mod cancel;
+pub(crate) mod migrate;
 pub(crate) mod plan;
 pub(crate) mod reject;
 pub(crate) mod replay;

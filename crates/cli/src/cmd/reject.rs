@@ -24,7 +24,7 @@ pub(crate) fn reject(args: &RejectArgs, flag: Option<&PathBuf>) -> CliResult {
     }
     let (store, state) = db::open_run(flag, &args.run)?;
     approvable(&state)?;
-    let rejected = with_lease(&store, &args.run, |state| {
+    let rejected = with_lease(store.as_ref(), &args.run, |state| {
         approvable(state)?;
         let what = waiting_for(state);
         if what.is_empty() {

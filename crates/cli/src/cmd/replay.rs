@@ -87,11 +87,11 @@ fn outcome(state: &RunState) -> Value {
 pub(crate) fn replay(args: &ReplayArgs, db_flag: Option<&PathBuf>) -> CliResult {
     let store = db::open(db_flag)?;
     let (original, replayed, calls) = db::block_on(async {
-        let original = db::load(&store, &args.run).await?;
+        let original = db::load(store.as_ref(), &args.run).await?;
         let host = Host::of(&original)?;
         let corpus = Arc::new(session::load_notes(&host.notes, args.quiet)?.corpus);
         let model = Arc::new(ReplayModel::from_run(&original));
-        let scratch = Arc::new(SqliteStore::in_memory().map_err(|e| anyhow!(e))?);
+        let scratch: db::Db = Arc::new(SqliteStore::in_memory().map_err(|e| anyhow!(e))?);
         let run_id = RunId(format!("replay_{}", original.run_id));
         let session = Session::open_replay(
             scratch,

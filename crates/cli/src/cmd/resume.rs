@@ -56,7 +56,7 @@ enum Resumed {
 pub(crate) fn resume(args: &ResumeArgs, db_flag: Option<&PathBuf>) -> CliResult {
     let store = db::open(db_flag)?;
     let resumed = db::block_on(async {
-        let state = db::load(&store, &args.run).await?;
+        let state = db::load(store.as_ref(), &args.run).await?;
         if matches!(
             state.status,
             RunStatus::Ok | RunStatus::Failed | RunStatus::Cancelled
@@ -96,7 +96,7 @@ pub(crate) fn resume(args: &ResumeArgs, db_flag: Option<&PathBuf>) -> CliResult 
         let corpus = Arc::new(loaded.corpus);
         let session = Session::open(store, &state.run_id, &host, corpus, args.approve).await?;
         // Load again under the lease: the log may have grown since.
-        let state = db::load(&session.store, &args.run).await?;
+        let state = db::load(session.store.as_ref(), &args.run).await?;
         let so_far = state.clone();
         let state = session
             .drive(args.output.quiet, Some(so_far), |engine| async move {

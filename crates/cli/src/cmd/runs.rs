@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
-use stepwise_core::{RunSummary, Store};
+use stepwise_core::RunSummary;
 
 use crate::cli::RunsArgs;
 use crate::db;
@@ -28,7 +28,7 @@ pub(crate) fn runs(args: &RunsArgs, flag: Option<&PathBuf>) -> CliResult {
         json.push('\n');
         output::stdout(&json)?;
     } else if summaries.is_empty() {
-        output::stdout(&format!("no runs yet in {}\n", db::path(flag).display()))?;
+        output::stdout(&format!("no runs yet in {}\n", db::describe(flag)))?;
     } else {
         output::stdout(&runs_table(&summaries))?;
     }

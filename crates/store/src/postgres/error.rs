@@ -51,12 +51,10 @@ impl Fail {
                 "cannot connect to {db}: {}",
                 one_line(&describe(&e))
             )),
-            Self::Sql(e) if lost(&e) => {
-                StoreError::Unavailable(format!(
-                    "lost the connection to {db}: {}",
-                    one_line(&describe(&e))
-                ))
-            }
+            Self::Sql(e) if lost(&e) => StoreError::Unavailable(format!(
+                "lost the connection to {db}: {}",
+                one_line(&describe(&e))
+            )),
             Self::Sql(e) => StoreError::Unavailable(format!("{db}: {}", one_line(&describe(&e)))),
         }
     }

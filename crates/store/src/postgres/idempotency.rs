@@ -61,10 +61,9 @@ async fn complete(
         )
         .await?;
     if changed == 0 {
-        return Err(StoreError::Unavailable(format!(
-            "no idempotency record {key} to complete"
-        ))
-        .into());
+        return Err(
+            StoreError::Unavailable(format!("no idempotency record {key} to complete")).into(),
+        );
     }
     tx.commit().await?;
     Ok(())
@@ -192,7 +191,9 @@ impl IdempotencyLog for PgStore {
     ) -> BoxFuture<'a, Result<Option<IdempotencyRecord>, StoreError>> {
         let key = key.to_owned();
         self.spawn(move |inner: Arc<Inner>| async move {
-            get(&inner, &key).await.map_err(|e| e.into_store(&inner.name))
+            get(&inner, &key)
+                .await
+                .map_err(|e| e.into_store(&inner.name))
         })
     }
 }

@@ -25,11 +25,7 @@ pub(super) fn to_u64(n: i64, what: &str) -> Result<u64, Fail> {
 /// right now (as in SQLite: expiry alone does not refuse, a takeover does).
 /// Locks the lease row until the transaction ends, so no takeover can
 /// commit in between.
-pub(super) async fn check_fence(
-    tx: &Transaction<'_>,
-    run: &RunId,
-    fence: u64,
-) -> Result<(), Fail> {
+pub(super) async fn check_fence(tx: &Transaction<'_>, run: &RunId, fence: u64) -> Result<(), Fail> {
     let row = tx
         .query_opt(
             "SELECT fence, holder IS NOT NULL FROM stepwise.leases WHERE run_id = $1 FOR SHARE",
@@ -64,12 +60,7 @@ async fn append(
             &[&run.as_str()],
         )
         .await?
-        .map(|r| {
-            Ok::<_, Fail>((
-                to_u64(r.get(0), "last_seq")?,
-                r.get::<_, DateTime<Utc>>(1),
-            ))
-        })
+        .map(|r| Ok::<_, Fail>((to_u64(r.get(0), "last_seq")?, r.get::<_, DateTime<Utc>>(1))))
         .transpose()?;
     let last_seq = head.as_ref().map_or(0, |(seq, _)| *seq);
     let first_seq = events.first().map_or(0, |e| e.seq);
@@ -104,12 +95,22 @@ async fn append(
         let inserted = tx
             .execute(
                 &insert,
-                &[&run.as_str(), &seq, &event.at, &event.kind.name(), &body, &fence],
+                &[
+                    &run.as_str(),
+                    &seq,
+                    &event.at,
+                    &event.kind.name(),
+                    &body,
+                    &fence,
+                ],
             )
             .await;
         match inserted {
             // A writer that created the same run at the same moment.
-            Err(e) if e.code().map(tokio_postgres::error::SqlState::code) == Some(UNIQUE_VIOLATION) => {
+            Err(e)
+                if e.code().map(tokio_postgres::error::SqlState::code)
+                    == Some(UNIQUE_VIOLATION) =>
+            {
                 return Err(StoreError::Conflict {
                     run: run.clone(),
                     last_seq: event.seq,
@@ -197,7 +198,10 @@ async fn save_snapshot(
     })
 }
 
-async fn last_seq(client: &impl tokio_postgres::GenericClient, run: &RunId) -> Result<Option<u64>, Fail> {
+async fn last_seq(
+    client: &impl tokio_postgres::GenericClient,
+    run: &RunId,
+) -> Result<Option<u64>, Fail> {
     client
         .query_opt(
             "SELECT last_seq FROM stepwise.runs WHERE run_id = $1",

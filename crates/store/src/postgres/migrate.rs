@@ -7,7 +7,6 @@ use stepwise_core::StoreError;
 use super::error::Fail;
 use super::{Inner, parse, runtime};
 
-
 /// The schema version this build writes and understands.
 pub const PG_SCHEMA_VERSION: u32 = 1;
 
@@ -150,10 +149,7 @@ pub fn migrate(url: &str) -> Result<Migrated, StoreError> {
 /// The recorded schema version (0 without a migrations table).
 async fn version(client: &impl tokio_postgres::GenericClient) -> Result<u32, Fail> {
     let exists: bool = client
-        .query_one(
-            "SELECT to_regclass('stepwise.migrations') IS NOT NULL",
-            &[],
-        )
+        .query_one("SELECT to_regclass('stepwise.migrations') IS NOT NULL", &[])
         .await?
         .get(0);
     if !exists {

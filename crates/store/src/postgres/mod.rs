@@ -167,7 +167,10 @@ fn runtime() -> Result<tokio::runtime::Runtime, StoreError> {
 
 /// Runs `f` on a thread of its own: for blocking on a runtime of ours from
 /// a thread that may already be inside one (where `block_on` would panic).
-pub(crate) fn off_thread<T: Send>(what: &str, f: impl FnOnce() -> T + Send) -> Result<T, StoreError> {
+pub(crate) fn off_thread<T: Send>(
+    what: &str,
+    f: impl FnOnce() -> T + Send,
+) -> Result<T, StoreError> {
     std::thread::scope(|s| s.spawn(f).join())
         .map_err(|_| StoreError::Unavailable(format!("{what}: the database thread panicked")))
 }

@@ -27,7 +27,9 @@ fn with_database(url: &str, db: &str) -> String {
     let (before_query, query) = rest
         .split_once('?')
         .map_or((rest, None), |(a, q)| (a, Some(q)));
-    let authority = before_query.split_once('/').map_or(before_query, |(a, _)| a);
+    let authority = before_query
+        .split_once('/')
+        .map_or(before_query, |(a, _)| a);
     match query {
         Some(q) => format!("{scheme}://{authority}/{db}?{q}"),
         None => format!("{scheme}://{authority}/{db}"),
@@ -66,11 +68,17 @@ fn admin_now(url: &str, sql: String) -> Result<(), String> {
         .build()
         .map_err(|e| e.to_string())?;
     runtime.block_on(async {
-        let (client, connection) = tokio_postgres::connect(url, NoTls)
-            .await
-            .map_err(|e| format!("cannot connect to the test server {}: {e}", super::redact(url)))?;
+        let (client, connection) = tokio_postgres::connect(url, NoTls).await.map_err(|e| {
+            format!(
+                "cannot connect to the test server {}: {e}",
+                super::redact(url)
+            )
+        })?;
         let task = tokio::spawn(connection);
-        let result = client.batch_execute(&sql).await.map_err(|e| explain(&sql, &e));
+        let result = client
+            .batch_execute(&sql)
+            .await
+            .map_err(|e| explain(&sql, &e));
         drop(client);
         let _ = task.await;
         result
@@ -84,7 +92,13 @@ impl ScratchDb {
         let server = server()?;
         let tag: String = tag
             .chars()
-            .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '_' })
+            .map(|c| {
+                if c.is_ascii_alphanumeric() {
+                    c.to_ascii_lowercase()
+                } else {
+                    '_'
+                }
+            })
             .take(30)
             .collect();
         let name = format!(
@@ -92,7 +106,10 @@ impl ScratchDb {
             std::process::id(),
             NEXT.fetch_add(1, Ordering::Relaxed)
         );
-        admin(&server, format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))?;
+        admin(
+            &server,
+            format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"),
+        )?;
         admin(&server, format!("CREATE DATABASE {name}"))?;
         Ok(Self {
             url: with_database(&server, &name),
