@@ -95,6 +95,52 @@ pub(crate) enum Command {
     /// Running it again changes nothing.
     #[command(after_help = exit_codes(&[Usage]))]
     Migrate,
+    /// Work on the runs of a PostgreSQL database's queue (`run --detach`):
+    /// claim queued runs and those whose worker died, run or resume them,
+    /// heartbeat their leases. Start as many as you like, on any machines.
+    #[command(after_help = exit_codes(&[Failed, Usage]))]
+    Worker(WorkerArgs),
+    /// List the workers of a PostgreSQL database: id, host, state, runs
+    /// held, last heartbeat; and the queue's counts.
+    #[command(after_help = exit_codes(&[Failed, Usage]))]
+    Workers(WorkersArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct WorkerArgs {
+    /// Most runs worked on at once.
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = at_least_one)]
+    pub(crate) concurrency: usize,
+
+    /// How long a claimed run's lease lasts without a heartbeat (renewed
+    /// every third of it); a dead worker's runs are taken over after it.
+    #[arg(long, value_name = "MS", default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(100..))]
+    pub(crate) lease_ms: u64,
+
+    /// How often to look for runs to claim when there is room.
+    #[arg(long, value_name = "MS", default_value_t = 500)]
+    pub(crate) poll_ms: u64,
+
+    /// Exit once the queue is empty: nothing queued, nothing claimed by any
+    /// worker (runs of a dead worker are waited for and taken over).
+    #[arg(long)]
+    pub(crate) drain: bool,
+
+    /// On SIGTERM or Ctrl-C, how long the runs in hand may go on before
+    /// they are stopped and given back to the queue.
+    #[arg(long, value_name = "MS", default_value_t = 10_000)]
+    pub(crate) grace_ms: u64,
+
+    /// No progress lines on stderr.
+    #[arg(long, short)]
+    pub(crate) quiet: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct WorkersArgs {
+    /// Print the workers and the queue's counts as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -230,6 +276,12 @@ pub(crate) struct RunArgs {
     /// configured in stepwise.toml (`[mcp.servers.NAME]`) are used too.
     #[arg(long, value_name = "NAME=COMMAND")]
     pub(crate) mcp: Vec<String>,
+
+    /// Put the run in the queue of the PostgreSQL database (--db
+    /// postgres://…) for a `stepwise worker` instead of running it here;
+    /// prints its id. `--approve ask` cannot be detached.
+    #[arg(long)]
+    pub(crate) detach: bool,
 
     /// Use this run id (for scripts and tests); default: a fresh one.
     #[arg(long, value_name = "ID", hide = true)]

@@ -66,5 +66,7 @@ fn dispatch(cli: &Cli) -> CliResult {
         Command::Strategies(args) => cmd::strategies::list(args),
         Command::Bench(args) => cmd::bench::bench(args),
         Command::Migrate => cmd::migrate::migrate(db),
+        Command::Worker(args) => cmd::worker::worker(args, db),
+        Command::Workers(args) => cmd::worker::workers(args, db),
     }
 }

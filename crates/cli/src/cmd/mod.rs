@@ -17,3 +17,4 @@ pub(crate) mod serve;
 pub(crate) mod show;
 pub(crate) mod strategies;
 pub(crate) mod tools;
+pub(crate) mod worker;

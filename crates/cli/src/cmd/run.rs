@@ -79,9 +79,12 @@ pub(crate) fn run(args: &RunArgs, db_flag: Option<&PathBuf>) -> CliResult {
     let loaded = session::load_notes(&host.notes, args.output.quiet)?;
     host.notes_fingerprint = Some(loaded.fingerprint());
     let corpus = Arc::new(loaded.corpus);
-    let store = db::open(db_flag)?;
     let run_id = args.run_id.clone().map_or_else(RunId::generate, RunId);
     let host_json = serde_json::to_value(&host).context("cannot encode the run's settings")?;
+    if args.detach {
+        return detach(args, db_flag, &run_id, constraints, host_json);
+    }
+    let store = db::open(db_flag)?;
     let state = db::block_on(async {
         let session = Session::open(store, &run_id, &host, corpus, args.approve).await?;
         session
@@ -93,6 +96,40 @@ pub(crate) fn run(args: &RunArgs, db_flag: Option<&PathBuf>) -> CliResult {
             .await
     })??;
     finish(&state, &args.output, None)
+}
+
+/// `run --detach`: the run goes to the queue, for a worker; its id to stdout.
+fn detach(
+    args: &RunArgs,
+    db_flag: Option<&PathBuf>,
+    run_id: &RunId,
+    constraints: Constraints,
+    host: serde_json::Value,
+) -> CliResult {
+    let approve = match args.approve {
+        crate::cli::ApproveMode::Auto => "auto",
+        crate::cli::ApproveMode::Never => "never",
+        crate::cli::ApproveMode::Ask => {
+            return Err(CliError::usage(anyhow!(
+                "--approve ask needs a terminal, which a detached run does not have: use --approve auto, or never (and `stepwise approve`)"
+            )));
+        }
+    };
+    let spec = crate::cmd::worker::Detached {
+        goal: args.goal.clone(),
+        constraints,
+        host,
+        strategy: args.strategy.clone(),
+        approve: approve.to_owned(),
+    };
+    crate::cmd::worker::enqueue(db_flag, run_id, &spec)?;
+    output::stdout(&format!("{run_id}\n"))?;
+    if !args.output.quiet {
+        output::note(&format!(
+            "queued run {run_id}; a `stepwise worker` will run it (`stepwise show {run_id}` once it has started)"
+        ));
+    }
+    Ok(())
 }
 
 /// `allowed_tools` may name only tools the run can call: an unknown name

@@ -67,6 +67,7 @@ mod lease;
 mod log;
 mod migrate;
 mod pool;
+pub mod queue;
 pub mod testing;
 
 use std::collections::HashMap;

@@ -1,0 +1,501 @@
+//! `stepwise worker --db postgres://…`: claims queued and orphaned runs
+//! from the database's queue and works on them, up to `--concurrency` at
+//! once; and `stepwise workers`, the workers a database has seen.
+//!
+//! A worker is stateless: everything it knows about a run is in the
+//! database. It claims jobs (`FOR UPDATE SKIP LOCKED`, each with its run's
+//! lease and a new fence), starts a queued run or resumes a claimed one
+//! from its log exactly as `stepwise resume` would, and heartbeats every
+//! lease it holds a third of the lease's life. Every event it appends, and
+//! every side-effect record, carries the lease's fence and is checked
+//! against it inside the database's transaction: a worker that was paused
+//! past its lease (SIGSTOP, a GC pause, a network partition) and wakes up
+//! cannot write a single event. Its append fails with `Fenced`, and it
+//! abandons the run and says so. A run whose worker died is claimed by
+//! another once the lease has expired.
+//!
+//! SIGTERM or Ctrl-C: stop claiming, let the runs in hand go on for
+//! `--grace-ms`, then stop the rest and give them back to the queue (their
+//! log is durable: the next worker resumes them). `--drain`: exit once
+//! nothing is left in the queue.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use anyhow::{Context, anyhow};
+use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use stepwise_core::engine::ResumeOptions;
+use stepwise_core::event::{EventSink, SinkError};
+use stepwise_core::{Constraints, Event, Lease, RunId, RunLease, RunStatus, Store, StoreError};
+use stepwise_store::PgStore;
+use stepwise_store::postgres::queue::Job;
+use tokio::task::JoinSet;
+
+use crate::cli::{ApproveMode, WorkerArgs, WorkersArgs};
+use crate::config::Config;
+use crate::db;
+use crate::error::{CliError, CliResult};
+use crate::output;
+use crate::render::table::Table;
+use crate::session::{EngineBuilder, Host};
+
+/// What `run --detach` puts in the queue: all a worker needs to start the run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Detached {
+    pub(crate) goal: String,
+    pub(crate) constraints: Constraints,
+    /// The run's settings (as recorded in `run_started.host`).
+    pub(crate) host: Value,
+    pub(crate) strategy: String,
+    /// `auto` or `never`: how side-effect steps get approved.
+    pub(crate) approve: String,
+}
+
+/// The approval mode a detached run was queued with.
+fn approve_mode(name: &str) -> ApproveMode {
+    if name == "auto" {
+        ApproveMode::Auto
+    } else {
+        ApproveMode::Never
+    }
+}
+
+/// The PostgreSQL URL of `--db`, or a usage error.
+fn url_of(flag: Option<&PathBuf>, command: &str) -> Result<String, CliError> {
+    db::url(flag).ok_or_else(|| {
+        CliError::usage(anyhow!(
+            "`stepwise {command}` needs a PostgreSQL database: --db postgres://USER@HOST/DB (or STEPWISE_DB); workers share runs through it"
+        ))
+    })
+}
+
+/// Puts a run in the queue of the PostgreSQL database `url`.
+pub(crate) fn enqueue(flag: Option<&PathBuf>, run: &RunId, spec: &Detached) -> CliResult {
+    let url = db::url(flag).ok_or_else(|| {
+        CliError::usage(anyhow!(
+            "--detach needs a PostgreSQL database (--db postgres://… or STEPWISE_DB): workers (`stepwise worker`) claim detached runs from there"
+        ))
+    })?;
+    let store = db::open_postgres(&url)?;
+    let spec = serde_json::to_value(spec).context("cannot encode the run")?;
+    db::block_on(store.enqueue(run, &spec))?.map_err(|e| CliError::usage(anyhow!(e)))?;
+    Ok(())
+}
+
+/// Writes events to the store fenced by the run's lease, and remembers
+/// whether an append was refused as fenced (the engine only sees a message).
+struct Fenced {
+    store: Arc<PgStore>,
+    fence: u64,
+    lost: Arc<AtomicBool>,
+}
+
+impl EventSink for Fenced {
+    fn record<'a>(
+        &'a self,
+        run: &'a RunId,
+        event: &'a Event,
+    ) -> BoxFuture<'a, Result<(), SinkError>> {
+        self.record_all(run, std::slice::from_ref(event))
+    }
+
+    fn record_all<'a>(
+        &'a self,
+        run: &'a RunId,
+        events: &'a [Event],
+    ) -> BoxFuture<'a, Result<(), SinkError>> {
+        Box::pin(async move {
+            let result = self.store.append(run, events, Some(self.fence)).await;
+            if matches!(result, Err(StoreError::Fenced { .. })) {
+                self.lost.store(true, Ordering::SeqCst);
+            }
+            result.map_err(|e| SinkError {
+                seq: events.first().map_or(0, |e| e.seq),
+                message: e.to_string(),
+            })
+        })
+    }
+}
+
+/// How a claimed run ended for this worker.
+enum Outcome {
+    /// Finished or paused for a person: the job is done.
+    Done(RunStatus),
+    /// The lease was taken over: abandoned, nothing more written.
+    Fenced,
+    /// Could not go on here (e.g. the database went away): given back.
+    GaveBack(String),
+}
+
+/// The runs in hand: their leases, as the heartbeat last renewed them.
+type Held = Arc<Mutex<HashMap<RunId, Lease>>>;
+
+struct Ctx {
+    store: Arc<PgStore>,
+    id: String,
+    quiet: bool,
+}
+
+impl Ctx {
+    fn say(&self, line: &str) {
+        if !self.quiet {
+            output::note(&format!("worker {}: {line}", self.id));
+        }
+    }
+}
+
+/// Starts or resumes the claimed run, to its end or a pause.
+async fn work(ctx: Arc<Ctx>, job: Job) -> anyhow::Result<Outcome> {
+    let store = Arc::clone(&ctx.store);
+    let run = job.run.clone();
+    let lease = job.lease.clone();
+    let existing = match store.state(&run).await {
+        Ok(state) => Some(state),
+        Err(StoreError::NotFound(_)) => None,
+        Err(e) => return Ok(Outcome::GaveBack(e.to_string())),
+    };
+    let spec: Option<Detached> = serde_json::from_value(job.spec.clone()).ok();
+    let (mut host, approve) = match (&existing, &spec) {
+        (Some(state), _) if state.status != RunStatus::Running => {
+            // It ended or paused before the last worker could say so.
+            return Ok(Outcome::Done(state.status));
+        }
+        (Some(state), spec) => (
+            Host::of(state)?,
+            spec.as_ref()
+                .map_or(ApproveMode::Never, |s| approve_mode(&s.approve)),
+        ),
+        (None, Some(spec)) => {
+            let mut host: Host =
+                serde_json::from_value(spec.host.clone()).context("the queued run's settings")?;
+            host.strategy.clone_from(&spec.strategy);
+            (host, approve_mode(&spec.approve))
+        }
+        (None, None) => {
+            anyhow::bail!("run {run} was queued without what a worker needs to start it")
+        }
+    };
+    if host.strategy.is_empty() {
+        host.strategy = stepwise_core::strategy::DEFAULT_STRATEGY.to_owned();
+    }
+    let corpus = Arc::new(crate::session::load_notes(&host.notes, true)?.corpus);
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    let model = Config::load(&cwd)?.model(&host.model, &cwd)?;
+    let mcp = crate::mcp::start(&host.mcp, None).await?;
+    let lost = Arc::new(AtomicBool::new(false));
+    let engine = EngineBuilder::for_host(&host, corpus)?
+        .model(model)
+        .approve(approve)
+        .tools(mcp.tools())
+        .build();
+    let engine = match engine {
+        Ok(engine) => engine,
+        Err(e) => {
+            mcp.shutdown().await;
+            return Err(e);
+        }
+    };
+    let engine = engine
+        .with_idempotency_log(Arc::new(store.fenced_log(&run, lease.fence)))
+        .with_sink(Arc::new(Fenced {
+            store: Arc::clone(&store),
+            fence: lease.fence,
+            lost: Arc::clone(&lost),
+        }));
+    let result = match (existing, spec) {
+        (Some(state), _) => {
+            let options = ResumeOptions {
+                by: ctx.id.clone(),
+                max_replans: None,
+                max_steps: None,
+                changed: Vec::new(),
+                host: Value::Null,
+            };
+            engine.resume(state, options).await
+        }
+        (None, Some(spec)) => {
+            engine
+                .start(run.clone(), &spec.goal, spec.constraints, spec.host)
+                .await
+        }
+        (None, None) => {
+            anyhow::bail!("run {run} was queued without what a worker needs to start it")
+        }
+    };
+    mcp.shutdown().await;
+    match result {
+        Ok(state) => Ok(Outcome::Done(state.status)),
+        Err(e) => {
+            // Fenced, or lost for another reason? The lease says.
+            if lost.load(Ordering::SeqCst)
+                || matches!(store.renew(&lease, 1).await, Err(StoreError::Fenced { .. }))
+            {
+                return Ok(Outcome::Fenced);
+            }
+            Ok(Outcome::GaveBack(e.to_string()))
+        }
+    }
+}
+
+/// After a run's task ended: settle its job.
+async fn settle(ctx: &Ctx, held: &Held, run: &RunId, outcome: anyhow::Result<Outcome>) {
+    let lease = held
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .remove(run);
+    let Some(lease) = lease else {
+        // The heartbeat found it taken over, and said so.
+        return;
+    };
+    match outcome {
+        Ok(Outcome::Done(status)) => match ctx.store.finish(&lease).await {
+            Ok(()) => ctx.say(&format!("run {run} {}", status.as_str())),
+            Err(StoreError::Fenced { .. }) => ctx.say(&format!(
+                "run {run}: fenced out (another worker took its lease over); abandoned it"
+            )),
+            Err(e) => ctx.say(&format!("run {run} {} but not marked done: {e}", status.as_str())),
+        },
+        Ok(Outcome::Fenced) => ctx.say(&format!(
+            "run {run}: fenced out (another worker took its lease over); abandoned it, wrote nothing more"
+        )),
+        Ok(Outcome::GaveBack(why)) => {
+            let _ = ctx.store.give_back(&lease).await;
+            ctx.say(&format!("run {run}: gave it back to the queue ({why})"));
+        }
+        Err(e) => {
+            // A run this worker cannot work on (its notes are gone, …):
+            // taken off the queue rather than claimed again forever.
+            let _ = ctx.store.finish(&lease).await;
+            ctx.say(&format!("run {run}: cannot work on it: {e:#}"));
+        }
+    }
+}
+
+/// `stepwise worker`.
+pub(crate) fn worker(args: &WorkerArgs, flag: Option<&PathBuf>) -> CliResult {
+    let url = url_of(flag, "worker")?;
+    let store = PgStore::connect_with(&url, args.concurrency + 3)
+        .map(Arc::new)
+        .map_err(|e| CliError::usage(anyhow!(e)))?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| anyhow!("cannot start the async runtime: {e}"))?;
+    runtime.block_on(serve(args, store))?;
+    Ok(())
+}
+
+async fn serve(args: &WorkerArgs, store: Arc<PgStore>) -> anyhow::Result<()> {
+    let id = db::holder();
+    let host = id
+        .rsplit_once(':')
+        .map_or("localhost", |(h, _)| h)
+        .to_owned();
+    store
+        .register_worker(&id, &host, std::process::id(), args.concurrency)
+        .await?;
+    let ctx = Arc::new(Ctx {
+        store: Arc::clone(&store),
+        id: id.clone(),
+        quiet: args.quiet,
+    });
+    ctx.say(&format!(
+        "started on {} (concurrency {}, lease {} ms)",
+        store.name(),
+        args.concurrency,
+        args.lease_ms
+    ));
+    let held: Held = Arc::new(Mutex::new(HashMap::new()));
+    let mut tasks: JoinSet<(RunId, anyhow::Result<Outcome>)> = JoinSet::new();
+    let mut aborts: HashMap<RunId, tokio::task::AbortHandle> = HashMap::new();
+    let beat = Duration::from_millis((args.lease_ms / 3).max(1));
+    let poll = Duration::from_millis(args.poll_ms.max(1));
+    let mut next_beat = tokio::time::Instant::now() + beat;
+    let stop = crate::mcp::interrupt();
+    tokio::pin!(stop);
+    let mut stopping: Option<tokio::time::Instant> = None;
+    loop {
+        // Claim while there is room.
+        if stopping.is_none() && tasks.len() < args.concurrency {
+            match store
+                .claim(&id, args.concurrency - tasks.len(), args.lease_ms)
+                .await
+            {
+                Ok(jobs) => {
+                    for job in jobs {
+                        ctx.say(&format!(
+                            "claimed run {} (fence {}, claim {})",
+                            job.run, job.lease.fence, job.claims
+                        ));
+                        held.lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .insert(job.run.clone(), job.lease.clone());
+                        let run = job.run.clone();
+                        let ctx = Arc::clone(&ctx);
+                        let handle = tasks.spawn(async move {
+                            let run = job.run.clone();
+                            (run, work(ctx, job).await)
+                        });
+                        aborts.insert(run, handle);
+                    }
+                }
+                Err(e) => ctx.say(&format!("cannot claim runs: {e}")),
+            }
+        }
+        if args.drain && tasks.is_empty() && stopping.is_none() {
+            match store.queue_counts().await {
+                Ok(c) if c.queued == 0 && c.claimed == 0 => {
+                    ctx.say("the queue is empty; stopping (--drain)");
+                    break;
+                }
+                _ => {}
+            }
+        }
+        if stopping.is_some() && tasks.is_empty() {
+            break;
+        }
+        let wait = poll.min(next_beat.saturating_duration_since(tokio::time::Instant::now()));
+        tokio::select! {
+            done = tasks.join_next(), if !tasks.is_empty() => {
+                if let Some(Ok((run, outcome))) = done {
+                    aborts.remove(&run);
+                    settle(&ctx, &held, &run, outcome).await;
+                }
+            }
+            () = tokio::time::sleep(wait) => {}
+            () = &mut stop, if stopping.is_none() => {
+                ctx.say(&format!("stopping: no new runs; {} in hand get {} ms to finish", tasks.len(), args.grace_ms));
+                let _ = store.set_worker_state(&id, "draining").await;
+                stopping = Some(tokio::time::Instant::now() + Duration::from_millis(args.grace_ms));
+            }
+        }
+        if tokio::time::Instant::now() >= next_beat {
+            next_beat = tokio::time::Instant::now() + beat;
+            heartbeat(&ctx, &held, &aborts, args.lease_ms).await;
+        }
+        if let Some(deadline) = stopping
+            && tokio::time::Instant::now() >= deadline
+            && !tasks.is_empty()
+        {
+            // Past the grace period: stop what is left, and give it back.
+            tasks.abort_all();
+            while tasks.join_next().await.is_some() {}
+            let leases: Vec<Lease> = held
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .drain()
+                .map(|(_, l)| l)
+                .collect();
+            for lease in leases {
+                let _ = store.give_back(&lease).await;
+                ctx.say(&format!(
+                    "run {}: stopped mid-run and gave it back to the queue (its log is durable)",
+                    lease.run
+                ));
+            }
+            break;
+        }
+    }
+    let _ = store.set_worker_state(&id, "stopped").await;
+    ctx.say("stopped");
+    Ok(())
+}
+
+/// Renews every lease in hand; a run whose lease was taken over is stopped
+/// at once (it could not write anyway) and said to be abandoned.
+async fn heartbeat(
+    ctx: &Ctx,
+    held: &Held,
+    aborts: &HashMap<RunId, tokio::task::AbortHandle>,
+    ttl_ms: u64,
+) {
+    let leases: Vec<Lease> = held
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .values()
+        .cloned()
+        .collect();
+    let renewed = match ctx.store.heartbeat(&ctx.id, &leases, ttl_ms).await {
+        Ok(renewed) => renewed,
+        Err(e) => {
+            // Unreachable for now: the leases run out by themselves if it lasts.
+            ctx.say(&format!("heartbeat failed: {e}"));
+            return;
+        }
+    };
+    let mut held = held.lock().unwrap_or_else(PoisonError::into_inner);
+    for lease in leases {
+        match renewed.iter().find(|l| l.run == lease.run) {
+            Some(new) => {
+                held.insert(lease.run.clone(), new.clone());
+            }
+            None => {
+                held.remove(&lease.run);
+                if let Some(abort) = aborts.get(&lease.run) {
+                    abort.abort();
+                }
+                ctx.say(&format!(
+                    "run {}: fenced out (another worker took its lease over); abandoned it",
+                    lease.run
+                ));
+            }
+        }
+    }
+}
+
+/// `stepwise workers`: every worker the database has seen.
+pub(crate) fn workers(args: &WorkersArgs, flag: Option<&PathBuf>) -> CliResult {
+    let url = url_of(flag, "workers")?;
+    let store = db::open_postgres(&url)?;
+    let (workers, counts) = db::block_on(async {
+        let workers = store.workers().await?;
+        let counts = store.queue_counts().await?;
+        Ok::<_, StoreError>((workers, counts))
+    })?
+    .map_err(|e| anyhow!(e))?;
+    if args.json {
+        let json = serde_json::json!({"workers": workers, "queue": counts});
+        let mut text = serde_json::to_string_pretty(&json).context("cannot encode the workers")?;
+        text.push('\n');
+        output::stdout(&text)?;
+        return Ok(());
+    }
+    let now = chrono::Utc::now();
+    let mut table = Table::new(&[
+        "WORKER",
+        "HOST",
+        "PID",
+        "STATE",
+        "RUNS HELD",
+        "LAST HEARTBEAT",
+        "STARTED (UTC)",
+    ]);
+    for w in &workers {
+        let age = (now - w.heartbeat_at).num_milliseconds().max(0);
+        table.row([
+            w.id.clone(),
+            w.host.clone(),
+            w.pid.to_string(),
+            w.state.clone(),
+            format!("{}/{}", w.runs_held, w.concurrency),
+            format!("{:.1} s ago", age as f64 / 1000.0),
+            w.started_at.format("%Y-%m-%d %H:%M:%S").to_string(),
+        ]);
+    }
+    let mut text = if workers.is_empty() {
+        "no workers yet\n".to_owned()
+    } else {
+        table.render()
+    };
+    text.push_str(&format!(
+        "queue: {} queued, {} claimed, {} done\n",
+        counts.queued, counts.claimed, counts.done
+    ));
+    output::stdout(&text)?;
+    Ok(())
+}

@@ -1,0 +1,371 @@
+//! Workers on PostgreSQL (`$STEPWISE_TEST_PG`, which `scripts/test` starts;
+//! without it these tests fail, saying how to get one): three `stepwise
+//! worker` processes and fifty queued runs with side effects, one worker
+//! killed with SIGKILL mid-run, another stopped with SIGSTOP past its lease
+//! and then continued. Every run must end with the output of an
+//! uninterrupted reference run, every side effect applied once, no step
+//! lost or run twice, and — checked from the log — no event accepted from a
+//! worker whose lease had been taken over.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use stepwise_core::{RunId, Store};
+use stepwise_store::PgStore;
+use stepwise_store::postgres::testing::ScratchDb;
+
+mod common;
+
+use common::{Running, Scratch, Stepwise};
+
+const RUNS: usize = 50;
+const LEASE_MS: u64 = 1500;
+/// Each tool call's length in the workers, so signals land mid-run.
+const DELAY_MS: &str = "150";
+
+fn notes() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/notes")
+}
+
+/// Five steps, two of them side effects (`write_file`), in three waves.
+fn plan() -> Value {
+    json!({"steps": [
+        {"id": "find", "description": "Find the latency budget", "tool": "search_notes",
+         "args": {"query": "latency budget first token"}, "acceptance_criteria": ["a passage about latency"]},
+        {"id": "cost", "description": "Find the operating cost", "tool": "search_notes",
+         "args": {"query": "operating cost per month"}, "acceptance_criteria": ["a passage about cost"]},
+        {"id": "save", "description": "Save the best passage", "tool": "write_file", "depends_on": ["find"],
+         "args": {"path": "out/latency.md", "content": "${find.output.results[0].passages[0]}"},
+         "acceptance_criteria": ["file written"]},
+        {"id": "save_cost", "description": "Save the cost passage", "tool": "write_file", "depends_on": ["cost"],
+         "args": {"path": "out/cost.md", "content": "${cost.output.results[0].passages[0]}"},
+         "acceptance_criteria": ["file written"]},
+        {"id": "read", "description": "Read the latency note", "tool": "read_note", "depends_on": ["save", "save_cost"],
+         "args": {"id": "latency-budget"}, "acceptance_criteria": ["the note"]}
+    ]})
+}
+
+fn block_on<F: Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(f)
+}
+
+fn run_args(plan: &Path, ws: &Path, run_id: &str) -> Vec<String> {
+    [
+        "run",
+        "Save the latency budget",
+        "--notes",
+        notes().to_str().unwrap(),
+        "--plan",
+        plan.to_str().unwrap(),
+        "--workspace",
+        ws.to_str().unwrap(),
+        "--approve",
+        "auto",
+        "--quiet",
+        "--run-id",
+        run_id,
+    ]
+    .iter()
+    .map(|s| (*s).to_owned())
+    .collect()
+}
+
+/// What must not depend on interruptions: status, report, gaps, evidence,
+/// step statuses, and each result (less `write_file`'s `written`, which a
+/// reconciled call reports as false when its write had already landed —
+/// the ledger check below is what says each write happened once) with its
+/// attempts less those a takeover cut short.
+fn stable(v: &Value) -> Value {
+    let history = v["execution_history"].as_array().unwrap();
+    let interrupted = |step: &str| {
+        history
+            .iter()
+            .filter(|e| e["kind"] == "step_interrupted" && e["step"] == step)
+            .count() as u64
+    };
+    let outputs: serde_json::Map<String, Value> = v["step_results"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, r)| {
+            let mut output = r["output"].clone();
+            if let Some(o) = output.as_object_mut() {
+                o.remove("written");
+            }
+            let attempts = r["attempts"].as_u64().unwrap() - interrupted(k);
+            (k.clone(), json!({"output": output, "attempts": attempts}))
+        })
+        .collect();
+    let statuses: Vec<Value> = v["plan"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| json!([s["id"], s["status"]]))
+        .collect();
+    json!({
+        "status": v["status"], "report": v["final_report"], "outputs": outputs,
+        "statuses": statuses, "gaps": v["knowledge_gaps"], "evidence": v["evidence"],
+    })
+}
+
+/// Each step succeeded exactly once, and never started again after it did.
+fn assert_no_lost_or_repeated_step(run: &str, v: &Value) {
+    let mut done: Vec<String> = Vec::new();
+    for e in v["execution_history"].as_array().unwrap() {
+        let step = e["step"].as_str().unwrap_or_default().to_owned();
+        match e["kind"].as_str() {
+            Some("step_started") => {
+                assert!(
+                    !done.contains(&step),
+                    "{run}: {step} started again after it succeeded"
+                );
+            }
+            Some("step_succeeded") => done.push(step),
+            _ => {}
+        }
+    }
+    done.sort();
+    assert_eq!(done, ["cost", "find", "read", "save", "save_cost"], "{run}");
+}
+
+fn one(db: &ScratchDb, sql: &str) -> String {
+    db.query(sql).unwrap()[0][0].clone().unwrap_or_default()
+}
+
+fn signal(pid: u32, sig: &str) {
+    let status = Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success(), "kill {sig} {pid}");
+}
+
+/// The worker's lease-holder name, once it has registered.
+fn worker_id(db: &ScratchDb, pid: u32) -> String {
+    let until = Instant::now() + Duration::from_secs(30);
+    loop {
+        let id = one(
+            db,
+            &format!("SELECT min(id) FROM stepwise.workers WHERE pid = {pid}"),
+        );
+        if !id.is_empty() {
+            return id;
+        }
+        assert!(Instant::now() < until, "worker {pid} never registered");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Waits until `holder` holds a lease on a run it has written to.
+fn wait_mid_run(db: &ScratchDb, holder: &str) {
+    let until = Instant::now() + Duration::from_secs(60);
+    while one(
+        db,
+        &format!(
+            "SELECT count(*) FROM stepwise.leases l WHERE l.holder = '{holder}'
+               AND l.until > clock_timestamp()
+               AND EXISTS (SELECT 1 FROM stepwise.events e WHERE e.run_id = l.run_id AND e.fence = l.fence)"
+        ),
+    ) == "0"
+    {
+        assert!(Instant::now() < until, "{holder} never got a run going");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn worker(url: &str) -> Running {
+    Stepwise::new()
+        .env("STEPWISE_DB", url)
+        .env("STEPWISE_TOOL_DELAY_MS", DELAY_MS)
+        .args([
+            "worker",
+            "--concurrency",
+            "3",
+            "--lease-ms",
+            &LEASE_MS.to_string(),
+            "--poll-ms",
+            "50",
+            "--drain",
+        ])
+        .stderr(Stdio::piped())
+        .spawn()
+}
+
+#[test]
+fn three_workers_fifty_runs_kill_9_and_sigstop_every_run_ends_like_the_reference() {
+    let db = ScratchDb::new("chaos").unwrap_or_else(|e| panic!("{e}"));
+    let url = db.url().to_owned();
+    let migrated = Stepwise::new()
+        .env("STEPWISE_DB", &url)
+        .arg("migrate")
+        .run();
+    assert_eq!(migrated.code, 0, "{}", migrated.stderr);
+    let dir = Scratch::new("workers", "chaos");
+    let plan_file = dir.path().join("plan.json");
+    std::fs::write(&plan_file, plan().to_string()).unwrap();
+
+    // The reference: the same run, uninterrupted, on SQLite.
+    let mut args = run_args(
+        &plan_file,
+        &dir.path().join("ws-reference"),
+        "run_reference",
+    );
+    args.push("--json".to_owned());
+    let reference = Stepwise::new().db(&dir.db()).args(args).run();
+    assert_eq!(reference.code, 0, "{}", reference.stderr);
+    let expected = stable(&reference.json());
+
+    for i in 0..RUNS {
+        let ws = dir.path().join(format!("ws/{i:02}"));
+        let mut args = run_args(&plan_file, &ws, &format!("run_chaos_{i:02}"));
+        args.push("--detach".to_owned());
+        let queued = Stepwise::new().env("STEPWISE_DB", &url).args(args).run();
+        assert_eq!(queued.code, 0, "{}", queued.stderr);
+        assert_eq!(queued.stdout.trim(), format!("run_chaos_{i:02}"));
+    }
+    assert_eq!(
+        one(
+            &db,
+            "SELECT count(*) FROM stepwise.jobs WHERE state = 'queued'"
+        ),
+        RUNS.to_string()
+    );
+
+    let started = Instant::now();
+    let mut killed = worker(&url);
+    let stopped = worker(&url);
+    let steady = worker(&url);
+    let killed_id = worker_id(&db, killed.id());
+    let stopped_id = worker_id(&db, stopped.id());
+
+    // kill -9 one worker in the middle of a run…
+    wait_mid_run(&db, &killed_id);
+    killed.kill();
+    let _ = killed.wait();
+    // …and stop another past its lease, then let it go on.
+    wait_mid_run(&db, &stopped_id);
+    signal(stopped.id(), "-STOP");
+    std::thread::sleep(Duration::from_millis(LEASE_MS * 2 + 500));
+    signal(stopped.id(), "-CONT");
+
+    let until = Instant::now() + Duration::from_secs(240);
+    while one(
+        &db,
+        "SELECT count(*) FROM stepwise.jobs WHERE state <> 'done'",
+    ) != "0"
+    {
+        assert!(
+            Instant::now() < until,
+            "the runs did not all finish: {:?}",
+            db.query(
+                "SELECT run_id, state, claimed_by, claims FROM stepwise.jobs WHERE state <> 'done'"
+            )
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let elapsed = started.elapsed();
+    let stopped_out = stopped.wait_with_output();
+    let steady_out = steady.wait_with_output();
+    let stopped_err = String::from_utf8_lossy(&stopped_out.stderr).into_owned();
+    let steady_err = String::from_utf8_lossy(&steady_out.stderr).into_owned();
+    assert!(stopped_out.status.success(), "{stopped_err}");
+    assert!(steady_out.status.success(), "{steady_err}");
+
+    // Every run ended like the reference, no step lost or repeated.
+    let store = PgStore::connect(&url).unwrap();
+    for i in 0..RUNS {
+        let run = format!("run_chaos_{i:02}");
+        let state = block_on(store.state(&RunId(run.clone()))).unwrap();
+        let v = serde_json::to_value(state.final_output()).unwrap();
+        assert_eq!(stable(&v), expected, "{run}");
+        assert_no_lost_or_repeated_step(&run, &v);
+        // Each side effect applied once: one ledger line per write.
+        let ledger =
+            std::fs::read_to_string(dir.path().join(format!("ws/{i:02}/.stepwise/writes.jsonl")))
+                .unwrap();
+        let mut keys: Vec<String> = ledger
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<Value>(l).unwrap()["key"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned()
+            })
+            .collect();
+        keys.sort();
+        let total = keys.len();
+        keys.dedup();
+        assert_eq!((total, keys.len()), (2, 2), "{run}: {ledger}");
+    }
+
+    // From the log: every event carries a fence granted before it, and none
+    // was accepted under a fence once a newer one had been granted.
+    assert_eq!(
+        one(
+            &db,
+            "SELECT count(*) FROM stepwise.events WHERE fence IS NULL"
+        ),
+        "0"
+    );
+    assert_eq!(
+        one(
+            &db,
+            "SELECT count(*) FROM stepwise.events e
+             LEFT JOIN stepwise.lease_grants g ON g.run_id = e.run_id AND g.fence = e.fence
+             WHERE g.fence IS NULL OR e.appended_at < g.granted_at"
+        ),
+        "0"
+    );
+    let stale = db
+        .query(
+            "SELECT e.run_id, e.seq, e.fence, g.fence, g.holder FROM stepwise.events e
+             JOIN stepwise.lease_grants g ON g.run_id = e.run_id AND g.fence > e.fence
+             WHERE e.appended_at >= g.granted_at",
+        )
+        .unwrap();
+    assert!(
+        stale.is_empty(),
+        "events accepted from fenced-out workers: {stale:?}"
+    );
+
+    // The chaos happened: runs of the killed worker and of the stopped one
+    // were taken over by others, and the stopped one said it was fenced out.
+    let taken_over = |holder: &str| {
+        one(
+            &db,
+            &format!(
+                "SELECT count(DISTINCT a.run_id) FROM stepwise.lease_grants a
+                 JOIN stepwise.lease_grants b ON b.run_id = a.run_id AND b.fence > a.fence
+                 WHERE a.holder = '{holder}' AND b.holder <> '{holder}'"
+            ),
+        )
+        .parse::<u32>()
+        .unwrap()
+    };
+    assert!(
+        taken_over(&killed_id) >= 1,
+        "no run of the killed worker was taken over"
+    );
+    assert!(
+        taken_over(&stopped_id) >= 1,
+        "no run of the stopped worker was taken over"
+    );
+    assert!(stopped_err.contains("fenced out"), "{stopped_err}");
+    let resumed = one(
+        &db,
+        "SELECT count(DISTINCT run_id) FROM stepwise.events WHERE kind = 'run_resumed'",
+    );
+    eprintln!(
+        "{RUNS} runs in {:.1} s; {} taken over from the killed worker, {} from the stopped one; {resumed} resumed from the log",
+        elapsed.as_secs_f64(),
+        taken_over(&killed_id),
+        taken_over(&stopped_id)
+    );
+}

@@ -1,0 +1,400 @@
+//! The run queue and the workers that claim from it.
+//!
+//! `stepwise run --detach` [enqueues](PgStore::enqueue) a run: a `jobs` row
+//! whose `spec` holds what a worker needs to start it. A worker
+//! [claims](PgStore::claim) jobs that are not done and whose run's lease is
+//! free or expired — queued ones, and orphans whose worker died or stopped
+//! renewing — with `FOR UPDATE SKIP LOCKED`, so workers never wait for each
+//! other and never claim the same job, and takes each run's lease (a new
+//! fence) in the same transaction. It renews its leases in one statement
+//! per heartbeat, and when a run ends (or pauses for a person) it marks the
+//! job done and releases the lease, fenced: a worker that lost the run
+//! changes nothing.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use futures::future::BoxFuture;
+use serde_json::Value;
+use stepwise_core::{Lease, RunId, StoreError};
+
+use super::error::Fail;
+use super::lease::{grant, ttl};
+use super::log::{check_fence, to_i64, to_u64};
+use super::{Inner, PgStore};
+use crate::codec::{from_json, to_json};
+
+/// A claimed job: the run, what it was enqueued with, and its lease.
+#[derive(Debug, Clone)]
+pub struct Job {
+    /// The run.
+    pub run: RunId,
+    /// What `enqueue` was given.
+    pub spec: Value,
+    /// The run's lease, taken by the claim.
+    pub lease: Lease,
+    /// How many times the job was claimed, this claim included.
+    pub claims: u32,
+}
+
+/// One line of `stepwise workers`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct WorkerInfo {
+    /// The worker's id (its lease holder name, `host:pid`).
+    pub id: String,
+    /// Its host.
+    pub host: String,
+    /// Its process id.
+    pub pid: i64,
+    /// Runs it works on at once, at most.
+    pub concurrency: i32,
+    /// `running`, `draining` or `stopped`.
+    pub state: String,
+    /// When it started.
+    pub started_at: DateTime<Utc>,
+    /// Its last heartbeat.
+    pub heartbeat_at: DateTime<Utc>,
+    /// Runs whose lease it holds now (unexpired).
+    pub runs_held: i64,
+}
+
+/// How many jobs are in each state.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct QueueCounts {
+    /// Waiting for a worker.
+    pub queued: u64,
+    /// Claimed by a worker (live or not).
+    pub claimed: u64,
+    /// Finished, or paused for a person.
+    pub done: u64,
+}
+
+async fn enqueue(inner: &Inner, run: &RunId, spec: &Value) -> Result<(), Fail> {
+    let conn = inner.pool.get().await?;
+    let inserted = conn
+        .execute(
+            "INSERT INTO stepwise.jobs (run_id, spec) VALUES ($1, $2::text::json)
+             ON CONFLICT (run_id) DO NOTHING",
+            &[&run.as_str(), &to_json(spec, "job spec")?],
+        )
+        .await?;
+    if inserted == 0 {
+        return Err(Fail::Data(format!("run {run} is already in the queue")));
+    }
+    Ok(())
+}
+
+async fn claim(inner: &Inner, worker: &str, n: usize, ttl_ms: u64) -> Result<Vec<Job>, Fail> {
+    let mut conn = inner.pool.get().await?;
+    let tx = conn.transaction().await?;
+    let limit = i64::try_from(n).unwrap_or(i64::MAX);
+    let rows = tx
+        .query(
+            "WITH picked AS (
+                 SELECT j.run_id FROM stepwise.jobs j
+                 LEFT JOIN stepwise.leases l ON l.run_id = j.run_id
+                 WHERE j.state <> 'done'
+                   AND (l.holder IS NULL OR l.until <= clock_timestamp())
+                 ORDER BY j.enqueued_at, j.run_id
+                 LIMIT $1
+                 FOR UPDATE OF j SKIP LOCKED
+             )
+             UPDATE stepwise.jobs j SET state = 'claimed', claimed_by = $2,
+                    claimed_at = clock_timestamp(), claims = j.claims + 1
+             FROM picked WHERE j.run_id = picked.run_id
+             RETURNING j.run_id, j.spec::text, j.claims",
+            &[&limit, &worker],
+        )
+        .await?;
+    let mut jobs = Vec::with_capacity(rows.len());
+    for row in rows {
+        let run: String = row.get(0);
+        // Someone (a `stepwise resume`) may have taken the lease since the
+        // join read it; the grant re-checks under the row's lock.
+        let Some(lease) = grant(&tx, &run, worker, ttl_ms).await? else {
+            continue;
+        };
+        let claims: i32 = row.get(2);
+        jobs.push(Job {
+            run: RunId(run),
+            spec: from_json(row.get(1), "job spec")?,
+            lease,
+            claims: u32::try_from(claims).unwrap_or(0),
+        });
+    }
+    tx.commit().await?;
+    Ok(jobs)
+}
+
+/// Ends a claim held under `lease`: the job becomes `state` (`done`, or
+/// `queued` to give it back) and the lease is released — only if the lease
+/// still holds (else `Fenced`, and nothing changes).
+async fn settle(inner: &Inner, lease: &Lease, state: &str) -> Result<(), Fail> {
+    let mut conn = inner.pool.get().await?;
+    let tx = conn.transaction().await?;
+    check_fence(&tx, &lease.run, lease.fence).await?;
+    tx.execute(
+        "UPDATE stepwise.jobs SET state = $2,
+                finished_at = CASE WHEN $2 = 'done' THEN clock_timestamp() END
+         WHERE run_id = $1",
+        &[&lease.run.as_str(), &state],
+    )
+    .await?;
+    tx.execute(
+        "UPDATE stepwise.leases SET holder = NULL, until = NULL WHERE run_id = $1 AND fence = $2",
+        &[&lease.run.as_str(), &to_i64(lease.fence, "lease fence")?],
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Renews every lease in `leases` still held, and the worker's heartbeat;
+/// returns the leases renewed (the others were taken over).
+async fn heartbeat(
+    inner: &Inner,
+    worker: &str,
+    leases: &[Lease],
+    ttl_ms: u64,
+) -> Result<Vec<Lease>, Fail> {
+    let conn = inner.pool.get().await?;
+    conn.execute(
+        "UPDATE stepwise.workers SET heartbeat_at = clock_timestamp() WHERE id = $1",
+        &[&worker],
+    )
+    .await?;
+    if leases.is_empty() {
+        return Ok(Vec::new());
+    }
+    let runs: Vec<&str> = leases.iter().map(|l| l.run.as_str()).collect();
+    let fences = leases
+        .iter()
+        .map(|l| to_i64(l.fence, "lease fence"))
+        .collect::<Result<Vec<_>, _>>()?;
+    let rows = conn
+        .query(
+            "UPDATE stepwise.leases l SET until = clock_timestamp() + $3::bigint * interval '1 millisecond'
+             FROM unnest($1::text[], $2::bigint[]) AS held(run_id, fence)
+             WHERE l.run_id = held.run_id AND l.fence = held.fence AND l.holder IS NOT NULL
+             RETURNING l.run_id, l.fence, l.holder, l.until",
+            &[&runs, &fences, &ttl(ttl_ms)],
+        )
+        .await?;
+    rows.iter()
+        .map(|r| {
+            Ok(Lease {
+                run: RunId(r.get(0)),
+                fence: to_u64(r.get(1), "lease fence")?,
+                holder: r.get(2),
+                until: r.get(3),
+            })
+        })
+        .collect()
+}
+
+async fn register(
+    inner: &Inner,
+    id: &str,
+    host: &str,
+    pid: u32,
+    concurrency: usize,
+) -> Result<(), Fail> {
+    let conn = inner.pool.get().await?;
+    conn.execute(
+        "INSERT INTO stepwise.workers (id, host, pid, concurrency, state)
+         VALUES ($1, $2, $3, $4, 'running')
+         ON CONFLICT (id) DO UPDATE SET host = excluded.host, pid = excluded.pid,
+             concurrency = excluded.concurrency, state = 'running',
+             started_at = clock_timestamp(), heartbeat_at = clock_timestamp(), stopped_at = NULL",
+        &[
+            &id,
+            &host,
+            &i64::from(pid),
+            &i32::try_from(concurrency).unwrap_or(i32::MAX),
+        ],
+    )
+    .await?;
+    Ok(())
+}
+
+async fn set_state(inner: &Inner, id: &str, state: &str) -> Result<(), Fail> {
+    let conn = inner.pool.get().await?;
+    conn.execute(
+        "UPDATE stepwise.workers SET state = $2, heartbeat_at = clock_timestamp(),
+                stopped_at = CASE WHEN $2 = 'stopped' THEN clock_timestamp() END
+         WHERE id = $1",
+        &[&id, &state],
+    )
+    .await?;
+    Ok(())
+}
+
+async fn workers(inner: &Inner) -> Result<Vec<WorkerInfo>, Fail> {
+    let conn = inner.pool.get().await?;
+    let rows = conn
+        .query(
+            "SELECT w.id, w.host, w.pid, w.concurrency, w.state, w.started_at, w.heartbeat_at,
+                    (SELECT count(*) FROM stepwise.leases l
+                     WHERE l.holder = w.id AND l.until > clock_timestamp())
+             FROM stepwise.workers w ORDER BY w.started_at DESC, w.id",
+            &[],
+        )
+        .await?;
+    Ok(rows
+        .iter()
+        .map(|r| WorkerInfo {
+            id: r.get(0),
+            host: r.get(1),
+            pid: r.get(2),
+            concurrency: r.get(3),
+            state: r.get(4),
+            started_at: r.get(5),
+            heartbeat_at: r.get(6),
+            runs_held: r.get(7),
+        })
+        .collect())
+}
+
+async fn counts(inner: &Inner) -> Result<QueueCounts, Fail> {
+    let conn = inner.pool.get().await?;
+    let rows = conn
+        .query(
+            "SELECT state, count(*) FROM stepwise.jobs GROUP BY state",
+            &[],
+        )
+        .await?;
+    let mut counts = QueueCounts::default();
+    for row in rows {
+        let n = to_u64(row.get(1), "job count")?;
+        match row.get::<_, &str>(0) {
+            "queued" => counts.queued = n,
+            "claimed" => counts.claimed = n,
+            _ => counts.done = n,
+        }
+    }
+    Ok(counts)
+}
+
+impl PgStore {
+    /// Puts a run in the queue, with what a worker needs to start it. A run
+    /// already in the queue is refused.
+    pub fn enqueue(&self, run: &RunId, spec: &Value) -> BoxFuture<'static, Result<(), StoreError>> {
+        let (run, spec) = (run.clone(), spec.clone());
+        self.spawn(move |inner: Arc<Inner>| async move {
+            enqueue(&inner, &run, &spec)
+                .await
+                .map_err(|e| e.into_store(&inner.name))?;
+            inner.committed();
+            Ok(())
+        })
+    }
+
+    /// Claims up to `n` jobs for `worker` — queued ones, and those whose
+    /// run's lease is free or expired — oldest first, each with its run's
+    /// lease for `ttl_ms`. Never waits for another worker's claim.
+    pub fn claim(
+        &self,
+        worker: &str,
+        n: usize,
+        ttl_ms: u64,
+    ) -> BoxFuture<'static, Result<Vec<Job>, StoreError>> {
+        let worker = worker.to_owned();
+        self.spawn(move |inner: Arc<Inner>| async move {
+            let jobs = claim(&inner, &worker, n, ttl_ms)
+                .await
+                .map_err(|e| e.into_store(&inner.name))?;
+            inner.committed();
+            Ok(jobs)
+        })
+    }
+
+    /// The run under `lease` is done (it ended, or waits for a person): the
+    /// job is marked done and the lease released. `Fenced` if the lease was
+    /// taken over (nothing changes).
+    pub fn finish(&self, lease: &Lease) -> BoxFuture<'static, Result<(), StoreError>> {
+        self.settle(lease, "done")
+    }
+
+    /// Gives a claimed run back to the queue (e.g. on shutdown): released,
+    /// for any worker to claim at once. `Fenced` if it was taken over.
+    pub fn give_back(&self, lease: &Lease) -> BoxFuture<'static, Result<(), StoreError>> {
+        self.settle(lease, "queued")
+    }
+
+    fn settle(
+        &self,
+        lease: &Lease,
+        state: &'static str,
+    ) -> BoxFuture<'static, Result<(), StoreError>> {
+        let lease = lease.clone();
+        self.spawn(move |inner: Arc<Inner>| async move {
+            settle(&inner, &lease, state)
+                .await
+                .map_err(|e| e.into_store(&inner.name))?;
+            inner.committed();
+            Ok(())
+        })
+    }
+
+    /// Renews `worker`'s heartbeat and every lease of `leases` it still
+    /// holds; returns those renewed (any other was taken over).
+    pub fn heartbeat(
+        &self,
+        worker: &str,
+        leases: &[Lease],
+        ttl_ms: u64,
+    ) -> BoxFuture<'static, Result<Vec<Lease>, StoreError>> {
+        let (worker, leases) = (worker.to_owned(), leases.to_vec());
+        self.spawn(move |inner: Arc<Inner>| async move {
+            let renewed = heartbeat(&inner, &worker, &leases, ttl_ms)
+                .await
+                .map_err(|e| e.into_store(&inner.name))?;
+            inner.committed();
+            Ok(renewed)
+        })
+    }
+
+    /// Records a worker as running (again, if it ran before).
+    pub fn register_worker(
+        &self,
+        id: &str,
+        host: &str,
+        pid: u32,
+        concurrency: usize,
+    ) -> BoxFuture<'static, Result<(), StoreError>> {
+        let (id, host) = (id.to_owned(), host.to_owned());
+        self.spawn(move |inner: Arc<Inner>| async move {
+            register(&inner, &id, &host, pid, concurrency)
+                .await
+                .map_err(|e| e.into_store(&inner.name))
+        })
+    }
+
+    /// Records a worker's state: `running`, `draining` or `stopped`.
+    pub fn set_worker_state(
+        &self,
+        id: &str,
+        state: &'static str,
+    ) -> BoxFuture<'static, Result<(), StoreError>> {
+        let id = id.to_owned();
+        self.spawn(move |inner: Arc<Inner>| async move {
+            set_state(&inner, &id, state)
+                .await
+                .map_err(|e| e.into_store(&inner.name))
+        })
+    }
+
+    /// Every worker that ever registered, newest first.
+    pub fn workers(&self) -> BoxFuture<'static, Result<Vec<WorkerInfo>, StoreError>> {
+        self.spawn(move |inner: Arc<Inner>| async move {
+            workers(&inner).await.map_err(|e| e.into_store(&inner.name))
+        })
+    }
+
+    /// How many jobs are queued, claimed and done.
+    pub fn queue_counts(&self) -> BoxFuture<'static, Result<QueueCounts, StoreError>> {
+        self.spawn(move |inner: Arc<Inner>| async move {
+            counts(&inner).await.map_err(|e| e.into_store(&inner.name))
+        })
+    }
+}
