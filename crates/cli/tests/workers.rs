@@ -181,9 +181,13 @@ fn wait_mid_run(db: &ScratchDb, holder: &str) {
 }
 
 fn worker(url: &str) -> Running {
+    worker_with(url, DELAY_MS, &["--drain"])
+}
+
+fn worker_with(url: &str, delay_ms: &str, extra: &[&str]) -> Running {
     Stepwise::new()
         .env("STEPWISE_DB", url)
-        .env("STEPWISE_TOOL_DELAY_MS", DELAY_MS)
+        .env("STEPWISE_TOOL_DELAY_MS", delay_ms)
         .args([
             "worker",
             "--concurrency",
@@ -192,10 +196,170 @@ fn worker(url: &str) -> Running {
             &LEASE_MS.to_string(),
             "--poll-ms",
             "50",
-            "--drain",
         ])
+        .args(extra)
         .stderr(Stdio::piped())
         .spawn()
+}
+
+/// A migrated scratch database, a folder with the plan, and `n` runs queued
+/// (`<prefix>_00`, …, each with its own workspace `ws/<i>`).
+fn queued(tag: &str, prefix: &str, n: usize) -> (ScratchDb, Scratch, PathBuf) {
+    let db = ScratchDb::new(tag).unwrap_or_else(|e| panic!("{e}"));
+    let migrated = Stepwise::new()
+        .env("STEPWISE_DB", db.url())
+        .arg("migrate")
+        .run();
+    assert_eq!(migrated.code, 0, "{}", migrated.stderr);
+    let dir = Scratch::new("workers", tag);
+    let plan_file = dir.path().join("plan.json");
+    std::fs::write(&plan_file, plan().to_string()).unwrap();
+    for i in 0..n {
+        let ws = dir.path().join(format!("ws/{i:02}"));
+        let mut args = run_args(&plan_file, &ws, &format!("{prefix}_{i:02}"));
+        args.push("--detach".to_owned());
+        let out = Stepwise::new()
+            .env("STEPWISE_DB", db.url())
+            .args(args)
+            .run();
+        assert_eq!(out.code, 0, "{}", out.stderr);
+    }
+    (db, dir, plan_file)
+}
+
+/// Every run `<prefix>_<i>` is ok, each step done once, each write applied once.
+fn assert_all_done_once(db: &ScratchDb, dir: &Scratch, prefix: &str, n: usize) {
+    let store = PgStore::connect(db.url()).unwrap();
+    for i in 0..n {
+        let run = format!("{prefix}_{i:02}");
+        let state = block_on(store.state(&RunId(run.clone()))).unwrap();
+        let v = serde_json::to_value(state.final_output()).unwrap();
+        assert_eq!(v["status"], "ok", "{run}: {}", v["blocked_reason"]);
+        assert_no_lost_or_repeated_step(&run, &v);
+        let ledger =
+            std::fs::read_to_string(dir.path().join(format!("ws/{i:02}/.stepwise/writes.jsonl")))
+                .unwrap();
+        assert_eq!(ledger.lines().count(), 2, "{run}: {ledger}");
+    }
+}
+
+fn wait_for(what: &str, secs: u64, mut done: impl FnMut() -> bool) {
+    let until = Instant::now() + Duration::from_secs(secs);
+    while !done() {
+        assert!(Instant::now() < until, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn sigterm_stops_claiming_and_gives_the_runs_in_hand_back_after_the_grace_period() {
+    let (db, dir, _) = queued("sigterm", "run_term", 3);
+    let first = worker_with(db.url(), "2000", &["--grace-ms", "300"]);
+    let id = worker_id(&db, first.id());
+    wait_mid_run(&db, &id);
+    let asked = Instant::now();
+    signal(first.id(), "-TERM");
+    let out = first.wait_with_output();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        asked.elapsed() < Duration::from_millis(LEASE_MS),
+        "it waited {:?}",
+        asked.elapsed()
+    );
+    assert!(stderr.contains("gave it back to the queue"), "{stderr}");
+    // Given back at once (no lease left to expire), and it says it stopped.
+    assert_eq!(
+        one(
+            &db,
+            "SELECT count(*) FROM stepwise.leases WHERE holder IS NOT NULL"
+        ),
+        "0"
+    );
+    assert_eq!(
+        one(
+            &db,
+            "SELECT count(*) FROM stepwise.jobs WHERE state = 'claimed'"
+        ),
+        "0"
+    );
+    assert_eq!(
+        one(
+            &db,
+            &format!("SELECT state FROM stepwise.workers WHERE id = '{id}'")
+        ),
+        "stopped"
+    );
+    // Another worker picks them up and finishes them, from their logs.
+    let second = worker_with(db.url(), "10", &["--drain"]);
+    let out = second.wait_with_output();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_all_done_once(&db, &dir, "run_term", 3);
+    let workers = Stepwise::new()
+        .env("STEPWISE_DB", db.url())
+        .arg("workers")
+        .run();
+    assert_eq!(workers.code, 0, "{}", workers.stderr);
+    assert!(workers.stdout.contains(&id), "{}", workers.stdout);
+    assert!(
+        workers
+            .stdout
+            .contains("queue: 0 queued, 0 claimed, 3 done"),
+        "{}",
+        workers.stdout
+    );
+}
+
+#[test]
+fn a_worker_cut_off_from_the_database_reconnects_and_loses_nothing() {
+    let (db, dir, _) = queued("netcut", "run_cut", 9);
+    let name = db.url().rsplit('/').next().unwrap().to_owned();
+    let w = worker_with(db.url(), "150", &["--drain"]);
+    let id = worker_id(&db, w.id());
+    let mut cuts = 0;
+    // Cut every connection of the worker, from the server side, a few times while it works.
+    for _ in 0..3 {
+        wait_mid_run(&db, &id);
+        db.execute_on_server(&format!(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+             WHERE datname = '{name}' AND application_name = 'stepwise'"
+        ))
+        .unwrap();
+        cuts += 1;
+        std::thread::sleep(Duration::from_millis(300));
+        if one(
+            &db,
+            "SELECT count(*) FROM stepwise.jobs WHERE state <> 'done'",
+        ) == "0"
+        {
+            break;
+        }
+    }
+    wait_for("the queue to empty", 120, || {
+        one(
+            &db,
+            "SELECT count(*) FROM stepwise.jobs WHERE state <> 'done'",
+        ) == "0"
+    });
+    let out = w.wait_with_output();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(cuts >= 1);
+    assert_all_done_once(&db, &dir, "run_cut", 9);
+    assert_eq!(
+        one(
+            &db,
+            "SELECT count(*) FROM stepwise.events WHERE fence IS NULL"
+        ),
+        "0"
+    );
 }
 
 #[test]

@@ -139,6 +139,7 @@ struct Ctx {
     store: Arc<PgStore>,
     id: String,
     quiet: bool,
+    lease_ms: u64,
 }
 
 impl Ctx {
@@ -303,6 +304,7 @@ async fn serve(args: &WorkerArgs, store: Arc<PgStore>) -> anyhow::Result<()> {
         store: Arc::clone(&store),
         id: id.clone(),
         quiet: args.quiet,
+        lease_ms: args.lease_ms,
     });
     ctx.say(&format!(
         "started on {} (concurrency {}, lease {} ms)",
