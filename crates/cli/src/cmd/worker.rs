@@ -186,11 +186,14 @@ async fn work(ctx: Arc<Ctx>, job: Job) -> anyhow::Result<Outcome> {
     }
     let corpus = Arc::new(crate::session::load_notes(&host.notes, true)?.corpus);
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
-    let model = Config::load(&cwd)?.model(&host.model, &cwd)?;
+    let config = Config::load(&cwd)?;
+    let model = config.model(&host.model, &cwd)?;
+    let role_models = crate::session::role_choices(&config, &host, &cwd)?;
     let mcp = crate::mcp::start(&host.mcp, None).await?;
     let lost = Arc::new(AtomicBool::new(false));
     let engine = EngineBuilder::for_host(&host, corpus)?
         .model(model)
+        .role_models(role_models)
         .approve(approve)
         .tools(mcp.tools())
         .build();
@@ -234,7 +237,10 @@ async fn work(ctx: Arc<Ctx>, job: Job) -> anyhow::Result<Outcome> {
         Err(e) => {
             // Fenced, or lost for another reason? The lease says.
             if lost.load(Ordering::SeqCst)
-                || matches!(store.renew(&lease, 1).await, Err(StoreError::Fenced { .. }))
+                || matches!(
+                    store.renew(&lease, ctx.lease_ms).await,
+                    Err(StoreError::Fenced { .. })
+                )
             {
                 return Ok(Outcome::Fenced);
             }
