@@ -20,14 +20,13 @@ use async_trait::async_trait;
 use serde_json::Value;
 use stepwise_core::engine::{ResumeOptions, what_changed};
 use stepwise_core::{
-    Engine, Event, EventKind, EventSink, Lease, RunId, RunLease, RunState, RunStatus, Store,
-    StoreError, StoreSink, Usage,
+    Engine, Event, EventKind, EventSink, Lease, RunId, RunState, RunStatus, StoreError, StoreSink,
+    Usage,
 };
 use stepwise_server::{
     ApproveMode as ServeApprove, Auth, DEFAULT_LISTEN, ErrorCode, LaunchError, Launcher, NewRun,
     Resume, Server, ServerOptions, Stop, TENANT_KEY, Work,
 };
-use stepwise_store::SqliteStore;
 use stepwise_tools::notes::LoadedCorpus;
 
 use crate::cli::{ApproveMode, ServeArgs};
@@ -124,7 +123,7 @@ pub(crate) fn serve(args: &ServeArgs, db_flag: Option<&PathBuf>) -> CliResult {
 /// The CLI's run machinery, for the server.
 struct ServeLauncher {
     /// The engines' store (a second connection serves the API's reads).
-    store: Arc<SqliteStore>,
+    store: db::Db,
     config: Config,
     cwd: PathBuf,
 }
@@ -285,7 +284,7 @@ impl ServeLauncher {
             Some(options)
         };
         // Its MCP servers, started for this piece of work and stopped after it.
-        let log = crate::mcp::log_path(self.store.path(), run.as_str());
+        let log = crate::mcp::log_path(self.store.file(), run.as_str());
         let mcp = crate::mcp::start(&host.mcp, log.as_deref())
             .await
             .map_err(|e| failed(format!("cannot start the run's MCP servers: {e:#}")))?;
