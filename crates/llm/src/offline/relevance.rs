@@ -30,11 +30,13 @@
 //! The query a step searched for plays no part: a reformulated search is
 //! judged against the original question.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use stepwise_tools::notes::Corpus;
-use stepwise_tools::notes::stem::{mentions, same_stem, stem, words};
+use stepwise_tools::notes::stem::{
+    mentions, mentions_word, same_stem, stem, variant_prefix, words,
+};
 
 use super::asked::Asked;
 
@@ -173,36 +175,45 @@ pub(crate) fn content(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// What the corpus says about its own words, built once, lazily.
+/// What the corpus says about its own words: read from the corpus's
+/// [`Vocabulary`] (built with the corpus, once), the rest worked out once,
+/// lazily, and what is asked about a term or a note remembered.
 #[derive(Debug)]
 pub struct Lexicon {
     corpus: Arc<Corpus>,
     built: OnceLock<Built>,
-    /// Term → (whether a note uses it, its idf): asked for every sentence
-    /// judged, computed once per term.
-    stats: Mutex<HashMap<String, (bool, f64)>>,
+    /// Term → what the notes say about it: asked for every sentence
+    /// judged, worked out once per term.
+    terms: Mutex<HashMap<String, Arc<TermStats>>>,
+    /// By note position: its title's stems, once asked.
+    titles: Vec<OnceLock<Vec<String>>>,
+    /// By note position: whether it disclaims the decision, once asked.
+    disclaiming: Vec<OnceLock<bool>>,
+}
+
+/// What the notes say about one term (a stem).
+#[derive(Debug)]
+struct TermStats {
+    /// The vocabulary's stems that mention it (variants of it, or for a
+    /// Korean term, words containing it).
+    variants: Vec<usize>,
+    /// Whether a note uses it or a variant.
+    known: bool,
+    /// Its idf.
+    idf: f64,
 }
 
 #[derive(Debug, Default)]
 struct Built {
-    notes: usize,
-    /// Stem → notes using it.
-    df: HashMap<String, usize>,
-    /// Note id → its stems (title and text).
-    note_words: HashMap<String, Vec<String>>,
-    /// Note id → its title's stems.
-    titles: HashMap<String, Vec<String>>,
-    /// (note id, passage) → the stems of the heading the passage is under.
-    headings: HashMap<(String, String), Vec<String>>,
-    /// Stem → search terms (as the search index tokenises them) that have it.
-    surface: BTreeMap<String, BTreeSet<String>>,
-    /// Note id → its cohesion: the weight of its words that other notes
-    /// use too, as a share of all its words' weight.
-    cohesion: HashMap<String, f64>,
+    /// (stem, search term) for each search term of the notes (as the
+    /// search index tokenises them) written in ASCII letters and digits,
+    /// sorted: the terms that have each stem.
+    surface: Vec<(Box<str>, u32)>,
+    /// By note position: its cohesion, the weight of its words that other
+    /// notes use too, as a share of all its words' weight.
+    cohesion: Vec<f64>,
     /// The median cohesion of the corpus.
     median_cohesion: f64,
-    /// Notes that say up front they are about something else.
-    disclaiming: BTreeSet<String>,
     /// Options some note says were dropped ("… were discussed and set
     /// aside"), as the stems of their names.
     dropped: Vec<Vec<String>>,
@@ -211,154 +222,196 @@ struct Built {
 impl Lexicon {
     /// A lexicon over `corpus`.
     pub fn new(corpus: Arc<Corpus>) -> Self {
+        let n = corpus.len();
         Self {
             corpus,
             built: OnceLock::new(),
-            stats: Mutex::new(HashMap::new()),
+            terms: Mutex::new(HashMap::new()),
+            titles: (0..n).map(|_| OnceLock::new()).collect(),
+            disclaiming: (0..n).map(|_| OnceLock::new()).collect(),
         }
     }
 
     fn built(&self) -> &Built {
         self.built.get_or_init(|| {
-            let mut b = Built {
-                notes: self.corpus.notes().len(),
-                ..Built::default()
-            };
+            let vocabulary = self.corpus.vocabulary();
+            let notes = self.corpus.len();
+            let mut b = Built::default();
             // Cohesion is measured on search terms (Korean as character
             // bigrams), which other notes share whatever particles they
-            // attach, so it reads the same in every language.
-            let mut token_df: HashMap<String, usize> = HashMap::new();
-            let mut note_tokens: Vec<(String, Vec<String>)> = Vec::new();
-            for note in self.corpus.notes() {
-                let all = words(&format!("{}\n{}", note.title, note.text));
-                for w in &all {
-                    *b.df.entry(w.clone()).or_default() += 1;
-                }
-                b.note_words.insert(note.id.clone(), all);
-                b.titles.insert(note.id.clone(), words(&note.title));
-                let opening = stepwise_tools::notes::passages::split_passages(&note.text)
-                    .into_iter()
-                    .take(2)
-                    .collect::<Vec<_>>()
-                    .join(" ");
-                for passage in stepwise_tools::notes::passages::split_passages(&note.text) {
-                    for sentence in stepwise_tools::notes::sentences(&passage) {
-                        if let Some(option) = super::sentence::dropped_option(sentence) {
-                            b.dropped.push(content(&option));
-                        }
+            // attach, so it reads the same in every language. Terms are
+            // sorted, so each note's weights add up in the order of its
+            // sorted terms.
+            let idf = |df: usize| (1.0 + (notes as f64 - df as f64 + 0.5) / (df as f64 + 0.5)).ln();
+            let mut total = vec![0.0_f64; notes];
+            let mut shared = vec![0.0_f64; notes];
+            for id in 0..vocabulary.term_count() {
+                let users = vocabulary.term_notes(id);
+                let weight = idf(users.len());
+                for &note in users {
+                    total[note as usize] += weight;
+                    if users.len() >= 2 {
+                        shared[note as usize] += weight;
                     }
                 }
-                if super::sentence::out_of_scope(&note.title)
-                    || super::sentence::out_of_scope(&opening)
-                {
-                    b.disclaiming.insert(note.id.clone());
+                let term = vocabulary.term(id);
+                if term.chars().all(|c| c.is_ascii_alphanumeric()) {
+                    let id = u32::try_from(id).unwrap_or(u32::MAX);
+                    b.surface.push((stem(term).into_boxed_str(), id));
                 }
-                for (passage, heading) in
-                    stepwise_tools::notes::passages::split_sections(&note.text)
-                {
-                    if let Some(h) = heading.filter(|h| *h != note.title) {
-                        b.headings.insert((note.id.clone(), passage), words(&h));
-                    }
-                }
-                let mut tokens: Vec<String> =
-                    stepwise_tools::notes::tokenize(&format!("{}\n{}", note.title, note.text));
-                for t in &tokens {
-                    if t.chars().all(|c| c.is_ascii_alphanumeric()) {
-                        b.surface.entry(stem(t)).or_default().insert(t.clone());
-                    }
-                }
-                tokens.sort();
-                tokens.dedup();
-                for t in &tokens {
-                    *token_df.entry(t.clone()).or_default() += 1;
-                }
-                note_tokens.push((note.id.clone(), tokens));
             }
-            let idf =
-                |df: usize| (1.0 + (b.notes as f64 - df as f64 + 0.5) / (df as f64 + 0.5)).ln();
-            let mut all: Vec<f64> = Vec::new();
-            for (id, ts) in &note_tokens {
-                let df = |t: &String| token_df.get(t).copied().unwrap_or(0);
-                let weight = |t: &String| idf(df(t));
-                let total: f64 = ts.iter().map(weight).sum();
-                let shared: f64 = ts.iter().filter(|t| df(t) >= 2).map(weight).sum();
-                let c = if total > 0.0 { shared / total } else { 0.0 };
-                b.cohesion.insert(id.clone(), c);
-                all.push(c);
-            }
+            // Term numbers follow the terms' order, so this sorts by stem, then term.
+            b.surface.sort_unstable();
+            b.cohesion = total
+                .iter()
+                .zip(&shared)
+                .map(|(&t, &s)| if t > 0.0 { s / t } else { 0.0 })
+                .collect();
+            let mut all = b.cohesion.clone();
             all.sort_by(f64::total_cmp);
             b.median_cohesion = all.get(all.len() / 2).copied().unwrap_or(0.0);
+            b.dropped = self.dropped_options();
             b
         })
+    }
+
+    /// What the notes say was dropped, note by note: only the notes with a
+    /// word that a sentence saying so must hold are read.
+    fn dropped_options(&self) -> Vec<Vec<String>> {
+        let vocabulary = self.corpus.vocabulary();
+        let mut candidates: Vec<u32> = (0..vocabulary.term_count())
+            .filter(|&id| {
+                let term = vocabulary.term(id);
+                super::sentence::DROPPED_WORDS
+                    .iter()
+                    .any(|w| term.contains(w))
+            })
+            .flat_map(|id| vocabulary.term_notes(id).iter().copied())
+            .collect();
+        candidates.sort_unstable();
+        candidates.dedup();
+        let mut dropped = Vec::new();
+        for note in candidates {
+            for (passage, _) in self.corpus.passages(note as usize) {
+                for sentence in stepwise_tools::notes::sentences(passage) {
+                    if let Some(option) = super::sentence::dropped_option(sentence) {
+                        dropped.push(content(&option));
+                    }
+                }
+            }
+        }
+        dropped
     }
 
     /// Inverse document frequency of a stem (BM25's, never negative); a
     /// stem no note uses weighs the most.
     pub(crate) fn idf(&self, term: &str) -> f64 {
-        self.stats(term).1
+        self.stats(term).idf
     }
 
-    /// Whether a note uses `term` and its idf, from the memo or computed.
-    fn stats(&self, term: &str) -> (bool, f64) {
-        if let Some(s) = self.stats.lock().ok().and_then(|m| m.get(term).copied()) {
+    /// What the notes say about `term`, from the memo or worked out.
+    fn stats(&self, term: &str) -> Arc<TermStats> {
+        if let Some(s) = self.terms.lock().ok().and_then(|m| m.get(term).cloned()) {
             return s;
         }
-        let b = self.built();
-        let n = b.notes as f64;
+        let vocabulary = self.corpus.vocabulary();
+        // Every stem that could mention the term, then those that do.
+        let candidates = match variant_prefix(term) {
+            Some(prefix) => vocabulary.stems_starting_with(prefix),
+            None => 0..vocabulary.stem_count(),
+        };
+        let variants: Vec<usize> = candidates
+            .filter(|&id| mentions_word(vocabulary.stem(id), term))
+            .collect();
+        let n = self.corpus.len() as f64;
         // Notes that use the term or a variant (a Korean term: a word
         // containing it); the idf of an English stem counts the stem itself.
-        let using = b
-            .note_words
-            .values()
-            .filter(|ws| mentions(ws, term))
-            .count();
         let df = if term.chars().any(|c| ('\u{AC00}'..='\u{D7A3}').contains(&c)) {
-            using
+            let mut using: Vec<u32> = variants
+                .iter()
+                .flat_map(|&id| vocabulary.stem_notes(id).iter().copied())
+                .collect();
+            using.sort_unstable();
+            using.dedup();
+            using.len()
         } else {
-            b.df.get(term).copied().unwrap_or(0)
+            vocabulary
+                .stem_id(term)
+                .map_or(0, |id| vocabulary.stem_notes(id).len())
         } as f64;
-        let stats = (using > 0, (1.0 + (n - df + 0.5) / (df + 0.5)).ln());
-        if let Ok(mut m) = self.stats.lock() {
-            m.insert(term.to_owned(), stats);
+        let stats = Arc::new(TermStats {
+            known: !variants.is_empty(),
+            idf: (1.0 + (n - df + 0.5) / (df + 0.5)).ln(),
+            variants,
+        });
+        if let Ok(mut m) = self.terms.lock() {
+            m.insert(term.to_owned(), Arc::clone(&stats));
         }
         stats
     }
 
     /// The stems of a note's title (empty for an unknown note).
     pub(crate) fn title_words(&self, note_id: &str) -> &[String] {
-        self.built()
-            .titles
-            .get(note_id)
-            .map_or(&[][..], Vec::as_slice)
+        let Some(at) = self.corpus.position(note_id) else {
+            return &[];
+        };
+        self.titles[at].get_or_init(|| words(&self.corpus.notes()[at].title))
     }
 
     /// The stems of what frames a passage: its note's title and the heading
     /// it is under.
     pub(crate) fn frame_words(&self, note_id: &str, passage: &str) -> Vec<String> {
         let mut out = self.title_words(note_id).to_vec();
-        if let Some(h) = self
-            .built()
-            .headings
-            .get(&(note_id.to_owned(), passage.to_owned()))
-        {
-            out.extend(h.iter().cloned());
+        let heading = self.corpus.position(note_id).and_then(|at| {
+            // The last passage with this text that sits under a heading.
+            self.corpus
+                .passages(at)
+                .filter(|(text, heading)| *text == passage && heading.is_some())
+                .last()
+                .and_then(|(_, heading)| heading)
+        });
+        if let Some(h) = heading {
+            out.extend(words(h));
         }
         out
     }
 
+    /// Whether the note at `at` uses `term` (a stem) or a variant of it.
+    fn mentioned_at(&self, at: usize, term: &str) -> bool {
+        let vocabulary = self.corpus.vocabulary();
+        let Ok(note) = u32::try_from(at) else {
+            return false;
+        };
+        self.stats(term)
+            .variants
+            .iter()
+            .any(|&id| vocabulary.stem_notes(id).binary_search(&note).is_ok())
+    }
+
     /// Whether a note uses `term` (a stem) or a variant of it.
     pub(crate) fn note_mentions(&self, note_id: &str, term: &str) -> bool {
-        self.built()
-            .note_words
-            .get(note_id)
-            .is_some_and(|ws| mentions(ws, term))
+        self.corpus
+            .position(note_id)
+            .is_some_and(|at| self.mentioned_at(at, term))
     }
 
     /// Whether a note says up front — in its title or first two passages —
     /// that it is about something outside the decision ("separate from the
     /// street light conversion", "1차 회의에서 검토 대상에서 제외").
     pub(crate) fn disclaims(&self, note_id: &str) -> bool {
-        self.built().disclaiming.contains(note_id)
+        self.corpus.position(note_id).is_some_and(|at| {
+            *self.disclaiming[at].get_or_init(|| {
+                let opening = self
+                    .corpus
+                    .passages(at)
+                    .take(2)
+                    .map(|(text, _)| text)
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                super::sentence::out_of_scope(&self.corpus.notes()[at].title)
+                    || super::sentence::out_of_scope(&opening)
+            })
+        })
     }
 
     /// Whether a note's title names an option another note says was dropped
@@ -377,26 +430,38 @@ impl Lexicon {
     /// Whether a note belongs with the rest of the corpus (see [`Lexicon::on_topic`]).
     pub(crate) fn cohesive(&self, note_id: &str) -> bool {
         let b = self.built();
-        b.cohesion.get(note_id).copied().unwrap_or(0.0) >= COHESION_SHARE * b.median_cohesion
+        let cohesion = self
+            .corpus
+            .position(note_id)
+            .and_then(|at| b.cohesion.get(at))
+            .copied()
+            .unwrap_or(0.0);
+        cohesion >= COHESION_SHARE * b.median_cohesion
     }
 
     /// Whether any note uses `term` (a stem) or a variant of it.
     pub(crate) fn knows(&self, term: &str) -> bool {
-        self.stats(term).0
+        self.stats(term).known
     }
 
     /// Search terms in the notes that are variants of `term` (a stem),
     /// at most `max`, the most frequent first.
     pub(crate) fn surface_forms(&self, term: &str, max: usize) -> Vec<String> {
         let b = self.built();
-        let mut forms: Vec<(usize, String)> = b
-            .surface
+        let vocabulary = self.corpus.vocabulary();
+        let df = |s: &str| {
+            vocabulary
+                .stem_id(s)
+                .map_or(0, |id| vocabulary.stem_notes(id).len())
+        };
+        // Every variant of a term starts with its prefix (see `variant_prefix`).
+        let from = variant_prefix(term).unwrap_or("");
+        let start = b.surface.partition_point(|(s, _)| **s < *from);
+        let mut forms: Vec<(usize, String)> = b.surface[start..]
             .iter()
+            .take_while(|(s, _)| s.starts_with(from))
             .filter(|(s, _)| same_stem(s, term))
-            .flat_map(|(s, set)| {
-                let df = b.df.get(s).copied().unwrap_or(0);
-                set.iter().map(move |f| (df, f.clone()))
-            })
+            .map(|(s, id)| (df(s), vocabulary.term(*id as usize).to_owned()))
             .collect();
         forms.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
         forms.into_iter().map(|(_, f)| f).take(max).collect()
@@ -418,13 +483,13 @@ impl Lexicon {
     /// notes use too. A note on something else entirely (an office party in
     /// a folder of broker notes) uses words no other note does.
     pub(crate) fn on_topic(&self, topic: &Topic, note_id: &str) -> bool {
-        let Some(note) = self.built().note_words.get(note_id) else {
+        let Some(at) = self.corpus.position(note_id) else {
             return false;
         };
         if self.disclaims(note_id) || self.about_a_dropped_option(topic, note_id) {
             return false;
         }
-        if topic.names_an_entity(note) {
+        if topic.names_an_entity_where(|t| self.mentioned_at(at, t)) {
             return true;
         }
         // Words no note uses say nothing about which notes are on topic.
@@ -436,7 +501,7 @@ impl Lexicon {
             .collect();
         known.is_empty()
             || self.cohesive(note_id)
-            || self.share(&known, &|t| mentions(note, t)) >= TOPIC_SHARE
+            || self.share(&known, &|t| self.mentioned_at(at, t)) >= TOPIC_SHARE
     }
 }
 
@@ -452,9 +517,14 @@ pub(crate) struct Topic {
 impl Topic {
     /// Whether `words` (stems) name one of the alternatives compared.
     pub(crate) fn names_an_entity(&self, words: &[String]) -> bool {
+        self.names_an_entity_where(|t| mentions(words, t))
+    }
+
+    /// Whether what `mentions` a term names one of the alternatives compared.
+    fn names_an_entity_where(&self, mentions: impl Fn(&str) -> bool) -> bool {
         self.entities
             .iter()
-            .any(|e| !e.is_empty() && e.iter().all(|t| mentions(words, t)))
+            .any(|e| !e.is_empty() && e.iter().all(|t| mentions(t)))
     }
 
     /// The topic of a goal and what it asks.

@@ -214,6 +214,11 @@ const DROPPED: &[&str] = &[
     " was not shortlisted",
 ];
 
+/// Words one of which every [`DROPPED`] phrase holds, each a whole search
+/// term's worth of ASCII letters: a note none of whose search terms
+/// contains one of them has no sentence saying something was dropped.
+pub(crate) const DROPPED_WORDS: &[&str] = &["aside", "ruled", "dropped", "excluded", "shortlisted"];
+
 /// Words that end the name of a dropped option ("Surge valves *on* the
 /// existing furrows").
 const NAME_ENDS: &[&str] = &[
@@ -254,6 +259,27 @@ pub(crate) fn defers(sentence: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_dropped_phrase_holds_a_word_its_search_terms_keep() {
+        for phrase in DROPPED {
+            assert!(DROPPED_WORDS.iter().any(|w| phrase.contains(w)), "{phrase}");
+        }
+        // A word inside a longer piece, or one a plural ending follows,
+        // is still inside the search term that piece becomes.
+        for w in DROPPED_WORDS {
+            assert!(w.bytes().all(|b| b.is_ascii_lowercase()), "{w}");
+            for text in [
+                (*w).to_owned(),
+                format!("X{w}s"),
+                format!("{w}ies"),
+                format!("{w}es"),
+            ] {
+                let terms = stepwise_tools::notes::tokenize(&text);
+                assert!(terms.iter().any(|t| t.contains(w)), "{text}: {terms:?}");
+            }
+        }
+    }
 
     #[test]
     fn list_items_split_and_lose_their_markers() {

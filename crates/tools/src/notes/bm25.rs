@@ -13,7 +13,9 @@
 //! with `k1 = 1.2`, `b = 0.75` by default. Each *distinct* query term counts
 //! once, so repeating a word in a query does not change the ranking.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
+
+use super::fxhash::FxHashMap;
 
 /// BM25's two tuning constants.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -35,9 +37,11 @@ impl Default for Bm25Params {
 #[derive(Debug, Clone, Default)]
 pub struct Bm25Index {
     params: Bm25Params,
-    /// term → (document, term frequency), documents ascending.
-    postings: HashMap<String, Vec<(usize, u32)>>,
-    doc_lens: Vec<usize>,
+    /// term → its number, the position of its postings.
+    ids: FxHashMap<Box<str>, u32>,
+    /// By term number: (document, term frequency), documents ascending.
+    postings: Vec<Box<[(u32, u32)]>>,
+    doc_lens: Vec<u32>,
     avg_doc_len: f64,
 }
 
@@ -57,32 +61,14 @@ impl Bm25Index {
         I: IntoIterator<Item = D>,
         D: IntoIterator<Item = String>,
     {
-        let mut postings: HashMap<String, Vec<(usize, u32)>> = HashMap::new();
-        let mut doc_lens = Vec::new();
-        for (doc, terms) in docs.into_iter().enumerate() {
-            let mut counts: HashMap<String, u32> = HashMap::new();
-            let mut len = 0;
+        let mut builder = Bm25Builder::default();
+        for terms in docs {
             for term in terms {
-                *counts.entry(term).or_default() += 1;
-                len += 1;
+                builder.term(&term);
             }
-            doc_lens.push(len);
-            for (term, tf) in counts {
-                postings.entry(term).or_default().push((doc, tf));
-            }
+            builder.end_doc();
         }
-        let total: usize = doc_lens.iter().sum();
-        let avg_doc_len = if doc_lens.is_empty() {
-            0.0
-        } else {
-            total as f64 / doc_lens.len() as f64
-        };
-        Self {
-            params,
-            postings,
-            doc_lens,
-            avg_doc_len,
-        }
+        builder.finish(params)
     }
 
     /// Number of documents.
@@ -95,9 +81,21 @@ impl Bm25Index {
         self.doc_lens.is_empty()
     }
 
+    /// Number of distinct terms.
+    pub fn terms(&self) -> usize {
+        self.postings.len()
+    }
+
+    fn postings(&self, term: &str) -> &[(u32, u32)] {
+        self.ids
+            .get(term)
+            .and_then(|&id| self.postings.get(id as usize))
+            .map_or(&[][..], |p| &p[..])
+    }
+
     /// Number of documents containing `term`.
     pub fn doc_freq(&self, term: &str) -> usize {
-        self.postings.get(term).map_or(0, Vec::len)
+        self.postings(term).len()
     }
 
     /// `ln(1 + (N − df + 0.5) / (df + 0.5))`: always positive, so a term that
@@ -112,6 +110,28 @@ impl Bm25Index {
     /// Documents sharing no term with the query score exactly 0.
     pub fn scores(&self, query: &[String]) -> Vec<f64> {
         let mut scores = vec![0.0; self.len()];
+        self.add_scores(query, &mut scores, |_| {});
+        scores
+    }
+
+    /// The documents sharing a term with `query` and their scores (> 0),
+    /// by document number: [`scores`](Self::scores) without the documents
+    /// that score 0, found through the query's postings alone.
+    pub fn matches(&self, query: &[String]) -> Vec<(usize, f64)> {
+        let mut scores = vec![0.0; self.len()];
+        let mut hit = Vec::new();
+        self.add_scores(query, &mut scores, |doc| hit.push(doc));
+        hit.sort_unstable();
+        hit.dedup();
+        hit.into_iter()
+            .map(|doc| (doc, scores[doc]))
+            .filter(|&(_, score)| score > 0.0)
+            .collect()
+    }
+
+    /// Adds each query term's share to `scores`, calling `first` with each
+    /// document the first time it scores.
+    fn add_scores(&self, query: &[String], scores: &mut [f64], mut first: impl FnMut(usize)) {
         let Bm25Params { k1, b } = self.params;
         let mut seen = HashSet::new();
         // Query order, not hash order: float sums must add up the same way every run.
@@ -119,22 +139,92 @@ impl Bm25Index {
             if !seen.insert(term.as_str()) {
                 continue;
             }
-            let Some(postings) = self.postings.get(term) else {
+            let postings = self.postings(term);
+            if postings.is_empty() {
                 continue;
-            };
+            }
             let idf = self.idf(term);
             for &(doc, tf) in postings {
+                let doc = doc as usize;
                 let tf = f64::from(tf);
                 let len_ratio = if self.avg_doc_len > 0.0 {
-                    self.doc_lens[doc] as f64 / self.avg_doc_len
+                    f64::from(self.doc_lens[doc]) / self.avg_doc_len
                 } else {
                     1.0
                 };
                 let norm = k1 * (1.0 - b + b * len_ratio);
+                if scores[doc] == 0.0 {
+                    first(doc);
+                }
                 scores[doc] += idf * tf * (k1 + 1.0) / (tf + norm);
             }
         }
-        scores
+    }
+}
+
+/// Builds a [`Bm25Index`] one term at a time, without a `String` per term.
+#[derive(Debug, Default)]
+pub(crate) struct Bm25Builder {
+    ids: FxHashMap<Box<str>, u32>,
+    postings: Vec<Vec<(u32, u32)>>,
+    doc_lens: Vec<u32>,
+    /// The current document's term numbers.
+    doc: Vec<u32>,
+}
+
+impl Bm25Builder {
+    /// Adds a term to the current document.
+    pub(crate) fn term(&mut self, term: &str) {
+        let id = match self.ids.get(term) {
+            Some(&id) => id,
+            None => {
+                let id = u32::try_from(self.postings.len()).unwrap_or(u32::MAX);
+                self.ids.insert(term.into(), id);
+                self.postings.push(Vec::new());
+                id
+            }
+        };
+        self.doc.push(id);
+    }
+
+    /// Ends the current document: the next term starts the next one.
+    pub(crate) fn end_doc(&mut self) {
+        let doc = u32::try_from(self.doc_lens.len()).unwrap_or(u32::MAX);
+        self.doc_lens
+            .push(u32::try_from(self.doc.len()).unwrap_or(u32::MAX));
+        self.doc.sort_unstable();
+        for run in self.doc.chunk_by(|a, b| a == b) {
+            let tf = u32::try_from(run.len()).unwrap_or(u32::MAX);
+            if let Some(p) = self.postings.get_mut(run[0] as usize) {
+                p.push((doc, tf));
+            }
+        }
+        self.doc.clear();
+    }
+
+    /// The index.
+    pub(crate) fn finish(self, params: Bm25Params) -> Bm25Index {
+        let total: u64 = self.doc_lens.iter().map(|&l| u64::from(l)).sum();
+        let avg_doc_len = if self.doc_lens.is_empty() {
+            0.0
+        } else {
+            total as f64 / self.doc_lens.len() as f64
+        };
+        let mut ids = self.ids;
+        ids.shrink_to_fit();
+        let mut doc_lens = self.doc_lens;
+        doc_lens.shrink_to_fit();
+        Bm25Index {
+            params,
+            ids,
+            postings: self
+                .postings
+                .into_iter()
+                .map(Vec::into_boxed_slice)
+                .collect(),
+            doc_lens,
+            avg_doc_len,
+        }
     }
 }
 

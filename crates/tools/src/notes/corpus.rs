@@ -4,8 +4,11 @@
 use std::fmt;
 use std::path::PathBuf;
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use super::error::CorpusError;
 use super::search::{PassageIndex, SearchHit};
+use super::vocab::Vocabulary;
 
 /// Where a note came from, so errors and citations can point at it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,10 +62,25 @@ impl Note {
 }
 
 /// Notes with unique ids, sorted by id, with a passage index for
-/// [`search`](Self::search). Immutable once built: share it in an `Arc`.
+/// [`search`](Self::search) and their [`Vocabulary`]. Immutable once built:
+/// share it in an `Arc`.
 pub struct Corpus {
     notes: Vec<Note>,
     index: PassageIndex,
+    vocabulary: Vocabulary,
+}
+
+/// How far indexing a corpus has got: `done` of `total` bytes of work
+/// (each note's text is read twice, once for the passage index and once
+/// for the vocabulary, so `total` is twice the text's size).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Indexing {
+    /// Notes to index.
+    pub notes: usize,
+    /// Bytes of work done.
+    pub done: u64,
+    /// Bytes of work in all.
+    pub total: u64,
 }
 
 impl fmt::Debug for Corpus {
@@ -80,7 +98,8 @@ impl Corpus {
     pub fn empty() -> Self {
         Self {
             notes: Vec::new(),
-            index: PassageIndex::build(&[]),
+            index: PassageIndex::default(),
+            vocabulary: Vocabulary::default(),
         }
     }
 
@@ -89,6 +108,16 @@ impl Corpus {
     /// reported as `first`). An empty list is allowed here; only
     /// [`load`](Self::load) treats an empty folder as a mistake.
     pub fn from_notes(notes: impl IntoIterator<Item = Note>) -> Result<Self, CorpusError> {
+        Self::from_notes_with_progress(notes, &|_| {})
+    }
+
+    /// [`from_notes`](Self::from_notes), telling `progress` how far
+    /// indexing has got as it goes (from two threads: the passage index and
+    /// the vocabulary are built side by side).
+    pub fn from_notes_with_progress(
+        notes: impl IntoIterator<Item = Note>,
+        progress: &(dyn Fn(Indexing) + Sync),
+    ) -> Result<Self, CorpusError> {
         let mut notes: Vec<Note> = notes.into_iter().collect();
         // Stable sort: of two equal ids, the one given first stays first.
         notes.sort_by(|a, b| a.id.cmp(&b.id));
@@ -99,8 +128,29 @@ impl Corpus {
                 second: pair[1].origin.clone(),
             });
         }
-        let index = PassageIndex::build(&notes);
-        Ok(Self { notes, index })
+        let bytes: u64 = notes.iter().map(|n| n.text.len() as u64).sum();
+        let done = AtomicU64::new(0);
+        let report = |b: usize| {
+            let before = done.fetch_add(b as u64, Ordering::Relaxed);
+            progress(Indexing {
+                notes: notes.len(),
+                done: before + b as u64,
+                total: 2 * bytes,
+            });
+        };
+        let (index, vocabulary) = std::thread::scope(|s| {
+            let vocabulary = s.spawn(|| Vocabulary::build(&notes, &mut |b| report(b)));
+            let index = PassageIndex::build(&notes, &mut |b| report(b));
+            match vocabulary.join() {
+                Ok(v) => (index, v),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        });
+        Ok(Self {
+            notes,
+            index,
+            vocabulary,
+        })
     }
 
     /// Number of notes.
@@ -125,10 +175,25 @@ impl Corpus {
 
     /// The note with this id (exact, case-sensitive match).
     pub fn get(&self, id: &str) -> Option<&Note> {
-        self.notes
-            .binary_search_by(|n| n.id.as_str().cmp(id))
-            .ok()
-            .map(|i| &self.notes[i])
+        self.position(id).map(|i| &self.notes[i])
+    }
+
+    /// Where the note with this id is in [`notes`](Self::notes).
+    pub fn position(&self, id: &str) -> Option<usize> {
+        self.notes.binary_search_by(|n| n.id.as_str().cmp(id)).ok()
+    }
+
+    /// The words of the notes and which notes use each.
+    pub fn vocabulary(&self) -> &Vocabulary {
+        &self.vocabulary
+    }
+
+    /// The passages of the note at `position` in [`notes`](Self::notes),
+    /// in order, each with the heading it sits under unless that heading
+    /// is the note's title: [`split_sections`](super::passages::split_sections)
+    /// of its text, as indexed.
+    pub fn passages(&self, position: usize) -> impl Iterator<Item = (&str, Option<&str>)> {
+        self.index.passages_of(position)
     }
 
     /// The `limit` notes that best match `query`, best first. See

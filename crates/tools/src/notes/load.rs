@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::corpus::{Corpus, Note, Origin};
+use super::corpus::{Corpus, Indexing, Note, Origin};
 use super::error::CorpusError;
 use super::passages::heading_text;
 
@@ -42,6 +42,23 @@ pub struct LoadedCorpus {
     pub corpus: Corpus,
     /// Entries left out, with why, in name order.
     pub skipped: Vec<SkippedFile>,
+}
+
+/// How far [`Corpus::load_with_progress`] has got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoadProgress {
+    /// Reading the folder: `entries` of `of` entries looked at, `bytes`
+    /// read from them.
+    Reading {
+        /// Entries looked at.
+        entries: usize,
+        /// Entries in the folder.
+        of: usize,
+        /// Bytes read so far.
+        bytes: u64,
+    },
+    /// Indexing the notes read.
+    Indexing(Indexing),
 }
 
 /// A folder entry that is not part of the corpus.
@@ -119,6 +136,16 @@ impl Corpus {
     /// a folder, holds no notes, or a note file is unreadable or malformed,
     /// or two notes share an id. Files that are not text are skipped.
     pub fn load(dir: impl AsRef<Path>) -> Result<LoadedCorpus, CorpusError> {
+        Self::load_with_progress(dir, &|_| {})
+    }
+
+    /// [`load`](Self::load), telling `progress` how far it has got after
+    /// each entry read and as the notes are indexed, so a caller can show
+    /// a long load (many notes, or one very large one) as it goes.
+    pub fn load_with_progress(
+        dir: impl AsRef<Path>,
+        progress: &(dyn Fn(LoadProgress) + Sync),
+    ) -> Result<LoadedCorpus, CorpusError> {
         let dir = dir.as_ref();
         let meta = fs::metadata(dir).map_err(|source| match source.kind() {
             io::ErrorKind::NotFound => CorpusError::MissingFolder { path: dir.into() },
@@ -142,7 +169,14 @@ impl Corpus {
 
         let mut notes = Vec::new();
         let mut skipped = Vec::new();
-        for path in paths {
+        let of = paths.len();
+        let mut bytes = 0;
+        for (entry, path) in paths.into_iter().enumerate() {
+            progress(LoadProgress::Reading {
+                entries: entry,
+                of,
+                bytes,
+            });
             let text = match classify(&path).map(|kind| (kind, read(&path))) {
                 Ok((kind, Ok(Ok(text)))) => (kind, text),
                 Ok((_, Err(e))) => return Err(e),
@@ -151,6 +185,7 @@ impl Corpus {
                     continue;
                 }
             };
+            bytes += text.1.len() as u64;
             let loaded = match text {
                 (Kind::Text, text) => text_note(&path, text).map(|n| vec![n]),
                 (Kind::Jsonl, text) => Some(parse_jsonl(&path, &text)?).filter(|n| !n.is_empty()),
@@ -169,7 +204,13 @@ impl Corpus {
                 skipped,
             });
         }
-        let corpus = Corpus::from_notes(notes)?;
+        progress(LoadProgress::Reading {
+            entries: of,
+            of,
+            bytes,
+        });
+        let corpus =
+            Corpus::from_notes_with_progress(notes, &|i| progress(LoadProgress::Indexing(i)))?;
         Ok(LoadedCorpus { corpus, skipped })
     }
 }

@@ -20,16 +20,19 @@
 pub mod bm25;
 pub mod corpus;
 pub mod error;
+mod fxhash;
 pub mod load;
 pub mod passages;
 pub mod search;
 pub mod stem;
 pub mod tokenize;
+pub mod vocab;
 
 pub use bm25::{Bm25Index, Bm25Params};
-pub use corpus::{Corpus, Note, Origin};
+pub use corpus::{Corpus, Indexing, Note, Origin};
 pub use error::CorpusError;
-pub use load::{LoadedCorpus, SkipReason, SkippedFile};
+pub use load::{LoadProgress, LoadedCorpus, SkipReason, SkippedFile};
 pub use passages::sentences;
 pub use search::SearchHit;
 pub use tokenize::tokenize;
+pub use vocab::Vocabulary;

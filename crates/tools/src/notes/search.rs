@@ -14,10 +14,10 @@
 
 use std::collections::BTreeMap;
 
-use super::bm25::Bm25Index;
+use super::bm25::{Bm25Builder, Bm25Index, Bm25Params};
 use super::corpus::Note;
 use super::passages::split_sections;
-use super::tokenize::tokenize;
+use super::tokenize::{for_each_term, tokenize};
 
 /// At most this many passages are returned per note.
 pub const MAX_PASSAGES_PER_NOTE: usize = 3;
@@ -36,11 +36,13 @@ pub struct SearchHit {
     pub passages: Vec<String>,
 }
 
-/// A passage and the note (by position in the corpus) it belongs to.
+/// A passage, the note (by position in the corpus) it belongs to, and the
+/// heading it is scored with (by position in [`PassageIndex::headings`]).
 #[derive(Debug, Clone)]
 struct Passage {
-    note: usize,
-    text: String,
+    note: u32,
+    heading: Option<u32>,
+    text: Box<str>,
 }
 
 /// A passage's score for the current query.
@@ -69,7 +71,11 @@ impl Candidate {
 /// The passages and titles of a list of notes, indexed.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct PassageIndex {
+    /// In note order, each note's in the order of its text.
     passages: Vec<Passage>,
+    /// The headings passages sit under (other than their note's title);
+    /// consecutive passages under one heading share it.
+    headings: Vec<Box<str>>,
     /// One document per passage, in `passages` order.
     bodies: Bm25Index,
     /// One document per note, in note order.
@@ -77,33 +83,77 @@ pub(crate) struct PassageIndex {
 }
 
 impl PassageIndex {
-    /// Splits every note into passages and indexes them and the titles.
-    pub(crate) fn build(notes: &[Note]) -> Self {
+    /// Splits every note into passages and indexes them and the titles;
+    /// `progress` is told the bytes of each note's text once it is indexed.
+    pub(crate) fn build(notes: &[Note], progress: &mut dyn FnMut(usize)) -> Self {
         let mut passages = Vec::new();
-        let mut indexed = Vec::new();
+        let mut headings: Vec<Box<str>> = Vec::new();
+        let mut bodies = Bm25Builder::default();
+        let mut titles = Bm25Builder::default();
         for (i, note) in notes.iter().enumerate() {
+            let note_pos = u32::try_from(i).unwrap_or(u32::MAX);
             for (text, heading) in split_sections(&note.text) {
                 // A passage is scored with the heading it sits under (unless
                 // that is the title, scored on its own): a paragraph under
                 // "## Durability" is found by a search for durability.
                 let heading = heading.filter(|h| *h != note.title);
-                indexed.push(match heading {
-                    Some(h) => tokenize(&format!("{h}\n{text}")),
-                    None => tokenize(&text),
+                let lowered = match &heading {
+                    Some(h) => format!("{h}\n{text}").to_lowercase(),
+                    None => text.to_lowercase(),
+                };
+                for_each_term(&lowered, |t| bodies.term(t));
+                bodies.end_doc();
+                let heading = heading.map(|h| {
+                    let same = passages
+                        .last()
+                        .filter(|p: &&Passage| p.note == note_pos)
+                        .and_then(|p| p.heading)
+                        .filter(|&at| headings.get(at as usize).is_some_and(|x| **x == *h));
+                    same.unwrap_or_else(|| {
+                        headings.push(h.into_boxed_str());
+                        u32::try_from(headings.len() - 1).unwrap_or(u32::MAX)
+                    })
                 });
-                passages.push(Passage { note: i, text });
+                passages.push(Passage {
+                    note: note_pos,
+                    heading,
+                    text: text.into_boxed_str(),
+                });
             }
+            for_each_term(&note.title.to_lowercase(), |t| titles.term(t));
+            titles.end_doc();
+            progress(note.text.len());
         }
+        passages.shrink_to_fit();
+        headings.shrink_to_fit();
         Self {
-            bodies: Bm25Index::new(indexed),
-            titles: Bm25Index::new(notes.iter().map(|n| tokenize(&n.title))),
+            bodies: bodies.finish(Bm25Params::default()),
+            titles: titles.finish(Bm25Params::default()),
             passages,
+            headings,
         }
     }
 
     /// Number of passages.
     pub(crate) fn len(&self) -> usize {
         self.passages.len()
+    }
+
+    /// The passages of the note at position `note`, in order, each with the
+    /// heading it sits under unless that is the note's title: what
+    /// [`split_sections`] gives for its text.
+    pub(crate) fn passages_of(&self, note: usize) -> impl Iterator<Item = (&str, Option<&str>)> {
+        let start = self.passages.partition_point(|p| (p.note as usize) < note);
+        self.passages[start..]
+            .iter()
+            .take_while(move |p| p.note as usize == note)
+            .map(|p| {
+                let heading = p
+                    .heading
+                    .and_then(|h| self.headings.get(h as usize))
+                    .map(|h| &**h);
+                (&*p.text, heading)
+            })
     }
 
     /// The best `limit` notes for `query`. `notes` must be the list the
@@ -114,20 +164,16 @@ impl PassageIndex {
             return Vec::new();
         }
         let mut by_note: BTreeMap<usize, Candidate> = BTreeMap::new();
-        for (note, score) in self.titles.scores(&terms).into_iter().enumerate() {
-            if score > 0.0 {
-                by_note.entry(note).or_default().title_score = score;
-            }
+        for (note, score) in self.titles.matches(&terms) {
+            by_note.entry(note).or_default().title_score = score;
         }
-        for (passage, score) in self.bodies.scores(&terms).into_iter().enumerate() {
-            if score > 0.0 {
-                let note = self.passages[passage].note;
-                by_note
-                    .entry(note)
-                    .or_default()
-                    .passages
-                    .push(PassageScore { score, passage });
-            }
+        for (passage, score) in self.bodies.matches(&terms) {
+            let note = self.passages[passage].note as usize;
+            by_note
+                .entry(note)
+                .or_default()
+                .passages
+                .push(PassageScore { score, passage });
         }
         let mut ranked: Vec<(usize, Candidate)> = by_note.into_iter().collect();
         for (_, candidate) in &mut ranked {
@@ -148,7 +194,7 @@ impl PassageIndex {
                     .passages
                     .iter()
                     .take(MAX_PASSAGES_PER_NOTE)
-                    .map(|p| self.passages[p.passage].text.clone())
+                    .map(|p| self.passages[p.passage].text.to_string())
                     .collect();
                 if passages.is_empty() {
                     // Matched by title only: show how the note begins.
@@ -166,11 +212,7 @@ impl PassageIndex {
 
     /// The first passage of a note. Passages are stored in note order.
     fn first_passage(&self, note: usize) -> Option<&str> {
-        let start = self.passages.partition_point(|p| p.note < note);
-        self.passages
-            .get(start)
-            .filter(|p| p.note == note)
-            .map(|p| p.text.as_str())
+        self.passages_of(note).next().map(|(text, _)| text)
     }
 }
 

@@ -21,11 +21,12 @@
 //! The rules are small enough to predict by hand; the table in the tests is
 //! the specification.
 
+use std::collections::HashSet;
 use std::sync::OnceLock;
 
 use rust_stemmers::{Algorithm, Stemmer};
 
-use super::tokenize::{is_cjk, is_stop_word};
+use super::tokenize::{for_each_piece, is_stop_word};
 
 /// Endings a stem may gain without changing what the word is about
 /// (after Snowball has removed inflections): comply → compli*anc*e,
@@ -132,35 +133,46 @@ pub fn stem(word: &str) -> String {
 /// between Hangul/CJK and others (`RAG는` → `rag`, `는`); English stop words
 /// and lone particles dropped.
 pub fn words(text: &str) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
     let lowered = text.to_lowercase();
-    for run in lowered.split(|c: char| !c.is_alphanumeric()) {
-        let mut start = 0;
-        let mut script: Option<bool> = None;
-        let mut pieces = Vec::new();
-        for (i, c) in run.char_indices() {
-            let cjk = is_cjk(c);
-            if script.is_some_and(|s| s != cjk) {
-                pieces.push(&run[start..i]);
-                start = i;
-            }
-            script = Some(cjk);
-        }
-        if script.is_some() {
-            pieces.push(&run[start..]);
-        }
-        for piece in pieces {
-            if piece.is_empty() || is_stop_word(piece) {
-                continue;
-            }
-            let s = stem(piece);
-            let single_hangul = s.chars().count() == 1 && s.chars().all(is_hangul);
-            if !s.is_empty() && !single_hangul && !out.contains(&s) {
+    let mut out: Vec<String> = Vec::new();
+    if lowered.len() <= SHORT_TEXT {
+        for_each_piece(&lowered, |piece, _| {
+            if let Some(s) = piece_word(piece).filter(|s| !out.contains(s)) {
                 out.push(s);
             }
-        }
+        });
+        return out;
     }
+    // A long text repeats its words: each distinct piece is stemmed once,
+    // and each distinct stem kept once, without a scan of those kept.
+    let mut pieces: HashSet<&str> = HashSet::new();
+    let mut kept: HashSet<String> = HashSet::new();
+    for_each_piece(&lowered, |piece, _| {
+        if !pieces.insert(piece) {
+            return;
+        }
+        if let Some(s) = piece_word(piece).filter(|s| !kept.contains(s)) {
+            kept.insert(s.clone());
+            out.push(s);
+        }
+    });
     out
+}
+
+/// Texts up to this many bytes are deduplicated by a scan of the words
+/// kept so far, which is faster than hashing for a sentence.
+const SHORT_TEXT: usize = 1024;
+
+/// The word a same-script piece of a lowercased text stands for in
+/// [`words`]: its stem, or `None` for a stop word, a lone particle or
+/// nothing.
+pub(crate) fn piece_word(piece: &str) -> Option<String> {
+    if piece.is_empty() || is_stop_word(piece) {
+        return None;
+    }
+    let s = stem(piece);
+    let single_hangul = s.chars().count() == 1 && s.chars().all(is_hangul);
+    (!s.is_empty() && !single_hangul).then_some(s)
 }
 
 /// Whether two stems (from [`stem`] or [`words`]) are variants of one word.
@@ -230,6 +242,34 @@ pub fn mentions(words: &[String], term: &str) -> bool {
         return words.iter().any(|w| hangul_mentions(w, term));
     }
     words.iter().any(|w| same_stem(w, term))
+}
+
+/// Whether one word (a stem) mentions `term`: [`mentions`] for one word,
+/// so `mentions(words, t)` is `words.iter().any(|w| mentions_word(w, t))`.
+pub fn mentions_word(word: &str, term: &str) -> bool {
+    if term.chars().any(is_hangul) {
+        hangul_mentions(word, term)
+    } else {
+        same_stem(word, term)
+    }
+}
+
+/// What every word [`mentions_word`] finds for `term` starts with, if
+/// anything narrower than every word: its first three bytes (cut back to a
+/// character boundary), for a term without Hangul. Variants share at least
+/// that much: the shorter of two stems starts the longer (at least three
+/// bytes long), or both start with a root of five, or with the three-letter
+/// stem of an -ain/-en pair. A Korean term is found at the end of a
+/// compound too, so it has no such prefix.
+pub fn variant_prefix(term: &str) -> Option<&str> {
+    if term.chars().any(is_hangul) {
+        return None;
+    }
+    let cut = (0..=term.len().min(3))
+        .rev()
+        .find(|&i| term.is_char_boundary(i))
+        .unwrap_or(0);
+    Some(&term[..cut])
 }
 
 #[cfg(test)]

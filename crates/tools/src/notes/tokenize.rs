@@ -13,6 +13,8 @@
 //! `cost`, `queries` → `query`), so that a query and a note that use the two
 //! forms still meet; the rule stays small enough to predict by hand.
 
+use std::borrow::Cow;
+
 /// English words too common to help ranking. Sorted, for binary search.
 const STOP_WORDS: &[&str] = &[
     "a", "an", "and", "are", "as", "at", "be", "been", "but", "by", "can", "do", "does", "for",
@@ -22,9 +24,40 @@ const STOP_WORDS: &[&str] = &[
     "which", "who", "why", "will", "with", "you", "your",
 ];
 
+/// The longest word on [`STOP_WORDS`], in bytes.
+const LONGEST_STOP_WORD: usize = 5;
+
 /// Whether `word` (already lowercased) is on the English stop-word list.
 pub fn is_stop_word(word: &str) -> bool {
-    STOP_WORDS.binary_search(&word).is_ok()
+    // Asked of every word of a corpus: most are longer than any stop word,
+    // and the rest are compared as numbers, not strings.
+    word.len() <= LONGEST_STOP_WORD && STOP_KEYS.binary_search(&key(word.as_bytes())).is_ok()
+}
+
+/// [`STOP_WORDS`] as [`key`]s, in the same (sorted) order.
+const STOP_KEYS: [u64; STOP_WORDS.len()] = {
+    let mut keys = [0; STOP_WORDS.len()];
+    let mut i = 0;
+    while i < STOP_WORDS.len() {
+        keys[i] = key(STOP_WORDS[i].as_bytes());
+        i += 1;
+    }
+    keys
+};
+
+/// A word of at most eight bytes as a number that sorts as the word does
+/// (big-endian, zero-padded: no word holds a zero byte).
+const fn key(word: &[u8]) -> u64 {
+    let mut out = 0;
+    let mut i = 0;
+    while i < 8 {
+        out <<= 8;
+        if i < word.len() {
+            out |= word[i] as u64;
+        }
+        i += 1;
+    }
+    out
 }
 
 /// Whether `c` belongs to a script that is tokenised into character bigrams:
@@ -57,56 +90,70 @@ pub fn is_cjk(c: char) -> bool {
 /// ```
 pub fn tokenize(text: &str) -> Vec<String> {
     let mut terms = Vec::new();
-    let lowered = text.to_lowercase();
-    for run in lowered.split(|c: char| !c.is_alphanumeric()) {
-        push_run(run, &mut terms);
-    }
+    for_each_term(&text.to_lowercase(), |term| terms.push(term.to_owned()));
     terms
 }
 
-/// Splits one alphanumeric run further where it switches between CJK and
-/// other scripts (`rag는` → `rag`, `는`), then emits each piece.
-fn push_run(run: &str, terms: &mut Vec<String>) {
-    let mut start = 0;
-    let mut current: Option<bool> = None;
-    for (i, c) in run.char_indices() {
-        let cjk = is_cjk(c);
-        if current.is_some_and(|was| was != cjk) {
-            push_piece(&run[start..i], current == Some(true), terms);
-            start = i;
+/// Calls `f` with each search term of `lowered` (a text already
+/// lowercased), in order: [`tokenize`] without a `String` per term, for
+/// indexing a whole corpus.
+pub(crate) fn for_each_term(lowered: &str, mut f: impl FnMut(&str)) {
+    for_each_piece(lowered, |piece, cjk| piece_terms(piece, cjk, &mut f));
+}
+
+/// Calls `f` with each same-script piece of `lowered` and whether it is
+/// CJK: the text split at every non-alphanumeric character, then where it
+/// switches between CJK and other scripts (`rag는` → `rag`, `는`). Search
+/// terms ([`tokenize`]) and relevance words ([`words`](super::stem::words))
+/// are both made of these pieces.
+pub(crate) fn for_each_piece<'t>(lowered: &'t str, mut f: impl FnMut(&'t str, bool)) {
+    for run in lowered.split(|c: char| !c.is_alphanumeric()) {
+        let mut start = 0;
+        let mut current: Option<bool> = None;
+        for (i, c) in run.char_indices() {
+            let cjk = is_cjk(c);
+            if current.is_some_and(|was| was != cjk) {
+                f(&run[start..i], current == Some(true));
+                start = i;
+            }
+            current = Some(cjk);
         }
-        current = Some(cjk);
-    }
-    if let Some(cjk) = current {
-        push_piece(&run[start..], cjk, terms);
+        if let Some(cjk) = current {
+            f(&run[start..], cjk);
+        }
     }
 }
 
-/// Emits a same-script piece: CJK as bigrams (or the lone character), other
-/// scripts as one word unless it is a stop word.
-fn push_piece(piece: &str, cjk: bool, terms: &mut Vec<String>) {
+/// The terms of a same-script piece: CJK as bigrams (or the lone
+/// character), other scripts as one word unless it is a stop word.
+pub(crate) fn piece_terms(piece: &str, cjk: bool, f: &mut impl FnMut(&str)) {
     if piece.is_empty() {
         return;
     }
     if !cjk {
         if !is_stop_word(piece) {
-            terms.push(fold_plural(piece));
+            f(&fold_plural(piece));
         }
         return;
     }
-    let chars: Vec<char> = piece.chars().collect();
-    if let [only] = chars.as_slice() {
-        terms.push(only.to_string());
+    // Character boundaries: a bigram is the slice from one to the one after next.
+    let bounds: Vec<usize> = piece
+        .char_indices()
+        .map(|(i, _)| i)
+        .chain([piece.len()])
+        .collect();
+    if bounds.len() == 2 {
+        f(piece);
         return;
     }
-    for pair in chars.windows(2) {
-        terms.push(pair.iter().collect());
+    for w in bounds.windows(3) {
+        f(&piece[w[0]..w[2]]);
     }
 }
 
 /// `costs` → `cost`, `queries` → `query`; leaves `process`, `status`,
 /// `analysis`, short words and anything not plain ASCII letters alone.
-fn fold_plural(word: &str) -> String {
+fn fold_plural(word: &str) -> Cow<'_, str> {
     let plain = word.len() > 3 && word.bytes().all(|b| b.is_ascii_lowercase());
     if !plain
         || !word.ends_with('s')
@@ -114,11 +161,11 @@ fn fold_plural(word: &str) -> String {
             .iter()
             .any(|e| word.ends_with(e))
     {
-        return word.to_owned();
+        return Cow::Borrowed(word);
     }
     match word.strip_suffix("ies") {
-        Some(stem) if word.len() > 4 => format!("{stem}y"),
-        _ => word[..word.len() - 1].to_owned(),
+        Some(stem) if word.len() > 4 => Cow::Owned(format!("{stem}y")),
+        _ => Cow::Borrowed(&word[..word.len() - 1]),
     }
 }
 
@@ -141,6 +188,16 @@ mod tests {
     #[test]
     fn stop_words_are_sorted_and_unique() {
         assert!(STOP_WORDS.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(
+            STOP_WORDS.iter().map(|w| w.len()).max(),
+            Some(LONGEST_STOP_WORD)
+        );
+        // `is_stop_word` compares keys: they must sort as the words do.
+        assert!(STOP_KEYS.windows(2).all(|k| k[0] < k[1]));
+        assert!(STOP_WORDS.iter().all(|w| is_stop_word(w)));
+        for word in ["", "ab", "thee", "with7", "costs", "t", "z"] {
+            assert_eq!(is_stop_word(word), STOP_WORDS.contains(&word), "{word}");
+        }
     }
 
     #[test]
