@@ -20,6 +20,7 @@ mod config;
 mod db;
 mod error;
 mod input;
+mod loading;
 mod mcp;
 mod output;
 mod progress;

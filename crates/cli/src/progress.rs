@@ -66,6 +66,9 @@ pub(crate) struct Progress<W: Write> {
     /// A write failed (stderr closed): stop writing rather than fail on every event.
     broken: bool,
     finished: bool,
+    /// Milliseconds spent before the run (loading the notes), counted in
+    /// the time shown.
+    before_ms: u64,
 }
 
 impl<W: Write> Progress<W> {
@@ -102,7 +105,20 @@ impl<W: Write> Progress<W> {
             frame: 0,
             broken: false,
             finished: false,
+            before_ms: 0,
         }
+    }
+
+    /// Counts `before` (the time spent loading the notes before the run
+    /// started) in the time shown, so it is the whole command's.
+    pub(crate) fn after(mut self, before: std::time::Duration) -> Self {
+        self.before_ms = u64::try_from(before.as_millis()).unwrap_or(u64::MAX);
+        self
+    }
+
+    /// The time to show: the run's, plus what came before it.
+    fn elapsed_ms(&self) -> u64 {
+        self.state.usage.wall_time_ms.saturating_add(self.before_ms)
     }
 
     /// Folds `event` into the state and shows it. Events after [`finish`](Self::finish) are ignored.
@@ -180,7 +196,7 @@ impl<W: Write> Progress<W> {
             let (v, n, r) = (plan.version, plan.steps.len(), self.state.replan_count);
             let _ = write!(head, " · plan v{v} · {done}/{n} steps done · replans {r}");
         }
-        let _ = write!(head, " · {}", duration(self.state.usage.wall_time_ms));
+        let _ = write!(head, " · {}", duration(self.elapsed_ms()));
         if self.state.status != RunStatus::Running {
             let _ = write!(head, " · {}", self.state.status.as_str());
         }
@@ -254,7 +270,7 @@ impl<W: Write> Progress<W> {
             let _ = write!(line, " ({})", ended.join(", "));
         }
         let calls = plural_u64(s.usage.llm_calls, "model call");
-        let time = duration(s.usage.wall_time_ms);
+        let time = duration(self.elapsed_ms());
         let _ = write!(line, " · replans {} · {calls} · {time}", s.replan_count);
         line
     }
@@ -396,6 +412,24 @@ mod tests {
         );
         let (no_color, _) = render(Mode::Live, false, &run_events());
         assert!(!no_color.contains("\x1b[32m") && no_color.contains("\x1b[J"));
+    }
+
+    #[test]
+    fn the_time_shown_counts_what_came_before_the_run() {
+        let summary = |before: u64| {
+            let mut progress = Progress::with_style(Mode::Plain, Vec::new(), false, 100)
+                .after(std::time::Duration::from_millis(before));
+            run_events().iter().for_each(|e| progress.on_event(e));
+            let run = progress.state.usage.wall_time_ms;
+            (progress.summary(), run)
+        };
+        let (line, run) = summary(0);
+        assert!(line.ends_with(&format!(" · {}", duration(run))), "{line}");
+        let (line, run) = summary(2_500);
+        assert!(
+            line.ends_with(&format!(" · {}", duration(run + 2_500))),
+            "{line}"
+        );
     }
 
     #[test]

@@ -297,7 +297,8 @@ pub(crate) fn load_corpus(dir: &Path, quiet: bool) -> anyhow::Result<Corpus> {
 
 /// Loads the corpus with what was skipped, reporting skipped files on stderr.
 pub(crate) fn load_notes(dir: &Path, quiet: bool) -> anyhow::Result<LoadedCorpus> {
-    let loaded = Corpus::load(dir).map_err(|e| anyhow::Error::new(UsageError(anyhow!(e))))?;
+    let loaded =
+        crate::loading::load(dir, quiet).map_err(|e| anyhow::Error::new(UsageError(anyhow!(e))))?;
     if !quiet {
         note_skipped(&loaded);
     }
@@ -505,6 +506,8 @@ pub(crate) struct Session {
     pub(crate) lease: Lease,
     events: tokio::sync::mpsc::UnboundedReceiver<stepwise_core::Event>,
     mcp: stepwise_mcp::McpServers,
+    /// Time spent before the run (loading the notes), counted in its reported time.
+    before: std::time::Duration,
 }
 
 impl Session {
@@ -597,7 +600,14 @@ impl Session {
             lease,
             events,
             mcp,
+            before: std::time::Duration::ZERO,
         })
+    }
+
+    /// Counts `took` (loading the notes) in the time the progress reports.
+    pub(crate) fn loading_took(mut self, took: std::time::Duration) -> Self {
+        self.before = took;
+        self
     }
 
     /// Drives `work` (a run or a resume) with live progress and the lease
@@ -617,10 +627,11 @@ impl Session {
             lease,
             mut events,
             mcp,
+            before,
         } = self;
         let mode = Mode::detect(quiet);
         let display = tokio::spawn(async move {
-            let mut progress = Progress::new(mode, std::io::stderr());
+            let mut progress = Progress::new(mode, std::io::stderr()).after(before);
             if let Some(state) = so_far {
                 progress = progress.resuming(state);
             }

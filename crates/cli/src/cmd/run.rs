@@ -76,9 +76,11 @@ pub(crate) fn run(args: &RunArgs, db_flag: Option<&PathBuf>) -> CliResult {
     // The notes are loaded once, here, before anything is created in the
     // database: checked, fingerprinted for a later resume, and handed to
     // the engine.
+    let loading = std::time::Instant::now();
     let loaded = session::load_notes(&host.notes, args.output.quiet)?;
     host.notes_fingerprint = Some(loaded.fingerprint());
     let corpus = Arc::new(loaded.corpus);
+    let loading = loading.elapsed();
     let run_id = args.run_id.clone().map_or_else(RunId::generate, RunId);
     let host_json = serde_json::to_value(&host).context("cannot encode the run's settings")?;
     if args.detach {
@@ -86,7 +88,9 @@ pub(crate) fn run(args: &RunArgs, db_flag: Option<&PathBuf>) -> CliResult {
     }
     let store = db::open(db_flag)?;
     let state = db::block_on(async {
-        let session = Session::open(store, &run_id, &host, corpus, args.approve).await?;
+        let session = Session::open(store, &run_id, &host, corpus, args.approve)
+            .await?
+            .loading_took(loading);
         session
             .drive(args.output.quiet, None, |engine| async move {
                 engine
