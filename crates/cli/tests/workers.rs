@@ -533,3 +533,60 @@ fn three_workers_fifty_runs_kill_9_and_sigstop_every_run_ends_like_the_reference
         taken_over(&stopped_id)
     );
 }
+
+/// Figures, not a test (see docs/benchmarks.md, "Scale-out on PostgreSQL"):
+/// 40 queued 5-step runs (10 ms tools) worked off by 1, 2 and 4 workers of
+/// concurrency 4 each; runs per second, and p50/p99 from a worker's claim
+/// to the run's first step.
+#[test]
+#[ignore = "benchmark: scripts/with-postgres cargo test -p stepwise-cli --test workers -- --ignored --nocapture"]
+fn scale_out_figures() {
+    const N: usize = 40;
+    for workers in [1usize, 2, 4] {
+        let (db, _dir, _) = queued(&format!("figures{workers}"), "run_fig", N);
+        let started = Instant::now();
+        let running: Vec<Running> = (0..workers)
+            .map(|_| {
+                Stepwise::new()
+                    .env("STEPWISE_DB", db.url())
+                    .env("STEPWISE_TOOL_DELAY_MS", "10")
+                    .args([
+                        "worker",
+                        "--concurrency",
+                        "4",
+                        "--poll-ms",
+                        "20",
+                        "--drain",
+                        "--quiet",
+                    ])
+                    .spawn()
+            })
+            .collect();
+        for w in running {
+            assert!(w.wait().success());
+        }
+        let elapsed = started.elapsed().as_secs_f64();
+        let latency = db
+            .query(
+                "SELECT round(percentile_cont(0.5) WITHIN GROUP (ORDER BY d)::numeric, 1),
+                        round(percentile_cont(0.99) WITHIN GROUP (ORDER BY d)::numeric, 1)
+                 FROM (SELECT extract(epoch FROM (min(e.at) - j.claimed_at)) * 1000 AS d
+                       FROM stepwise.events e JOIN stepwise.jobs j USING (run_id)
+                       WHERE e.kind = 'step_started' GROUP BY j.run_id, j.claimed_at) t",
+            )
+            .unwrap();
+        assert_eq!(
+            one(
+                &db,
+                "SELECT count(*) FROM stepwise.runs WHERE status = 'ok'"
+            ),
+            N.to_string()
+        );
+        eprintln!(
+            "workers {workers}: {N} runs in {elapsed:.2} s = {:.1} runs/s; claim to first step p50 {} ms, p99 {} ms",
+            N as f64 / elapsed,
+            latency[0][0].clone().unwrap_or_default(),
+            latency[0][1].clone().unwrap_or_default()
+        );
+    }
+}
