@@ -265,8 +265,10 @@ impl fmt::Debug for ScriptModel {
 }
 
 impl ScriptModel {
-    /// Loads a script file: a JSON array of entries, or one entry per line
-    /// (JSON lines; blank lines and lines starting with `#` are skipped).
+    /// Loads a script file: a JSON array of entries (after any lines
+    /// starting with `#`, a header saying what the script is), or one entry
+    /// per line (JSON lines; blank lines and lines starting with `#` are
+    /// skipped).
     pub fn from_file(path: impl AsRef<Path>) -> Result<Self, ScriptLoadError> {
         let path = path.as_ref();
         let text = std::fs::read_to_string(path).map_err(|source| ScriptLoadError::Read {
@@ -323,8 +325,23 @@ pub fn parse(text: &str, source: &str) -> Result<Vec<ScriptEntry>, ScriptLoadErr
         message,
     };
     let mut values: Vec<(Value, Option<usize>)> = Vec::new();
-    if text.trim_start().starts_with('[') {
-        let all: Vec<Value> = serde_json::from_str(text).map_err(|e| ScriptLoadError::Syntax {
+    // A header of `#` lines may precede an array; blanked, not removed, so
+    // the parser's line numbers stay the file's.
+    let mut in_header = true;
+    let body: String = text
+        .split_inclusive('\n')
+        .map(|line| {
+            let t = line.trim();
+            in_header = in_header && (t.is_empty() || t.starts_with('#'));
+            if in_header && t.starts_with('#') {
+                "\n"
+            } else {
+                line
+            }
+        })
+        .collect();
+    if body.trim_start().starts_with('[') {
+        let all: Vec<Value> = serde_json::from_str(&body).map_err(|e| ScriptLoadError::Syntax {
             source_name: source.to_owned(),
             message: e.to_string(),
         })?;
@@ -465,6 +482,21 @@ mod tests {
         assert!(parse("[{}]", "s").is_err());
         assert!(parse("[{\"error\":{\"kind\":\"nope\"}}]", "s").is_err());
         assert!(parse("[", "s").is_err());
+    }
+
+    #[test]
+    fn an_array_may_follow_a_header_of_comment_lines() {
+        let text =
+            "# A scripted model: canned answers.\n#\n\n[{\"text\": \"a\"},\n {\"text\": \"b\"}]\n";
+        assert_eq!(parse(text, "s.json").unwrap().len(), 2);
+        // Line numbers in errors are still the file's.
+        let err = parse("# header\n[\n{\"text\": }]", "s.json").unwrap_err();
+        assert!(err.to_string().contains("line 3"), "{err}");
+        // JSON lines with comments read as before.
+        assert_eq!(
+            parse("# c\n{\"text\": \"a\"}\n", "s.jsonl").unwrap().len(),
+            1
+        );
     }
 
     #[test]
