@@ -127,20 +127,12 @@ fn stable_value(v: &Value) -> Value {
     // Each result with its attempts, less those a crash cut short
     // (`step_interrupted`): a side-effect step whose recorded outcome is
     // reused counts as many attempts as in an uninterrupted run.
-    let interrupted = |step: &str| {
-        v["execution_history"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|e| e["kind"] == "step_interrupted" && e["step"] == step)
-            .count() as u64
-    };
     let outputs: serde_json::Map<String, Value> = v["step_results"]
         .as_object()
         .unwrap()
         .iter()
         .map(|(k, r)| {
-            let attempts = r["attempts"].as_u64().unwrap() - interrupted(k);
+            let attempts = common::attempts_uninterrupted(v, k);
             (
                 k.clone(),
                 json!({"output": r["output"], "attempts": attempts}),

@@ -714,20 +714,12 @@ fn an_empty_answer_is_reported_as_an_empty_answer() {
 /// the attempts a crash cut short (`step_interrupted`), which were made —
 /// gaps, evidence.
 fn settled(v: &Value) -> Value {
-    let interrupted = |step: &str| {
-        v["execution_history"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|e| e["kind"] == "step_interrupted" && e["step"] == step)
-            .count() as u64
-    };
     let steps: serde_json::Map<String, Value> = v["step_results"]
         .as_object()
         .unwrap()
         .iter()
         .map(|(id, r)| {
-            let attempts = r["attempts"].as_u64().unwrap() - interrupted(id);
+            let attempts = common::attempts_uninterrupted(v, id);
             (
                 id.clone(),
                 json!({"output": r["output"], "attempts": attempts}),

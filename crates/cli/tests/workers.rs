@@ -83,13 +83,6 @@ fn run_args(plan: &Path, ws: &Path, run_id: &str) -> Vec<String> {
 /// the ledger check below is what says each write happened once) with its
 /// attempts less those a takeover cut short.
 fn stable(v: &Value) -> Value {
-    let history = v["execution_history"].as_array().unwrap();
-    let interrupted = |step: &str| {
-        history
-            .iter()
-            .filter(|e| e["kind"] == "step_interrupted" && e["step"] == step)
-            .count() as u64
-    };
     let outputs: serde_json::Map<String, Value> = v["step_results"]
         .as_object()
         .unwrap()
@@ -99,7 +92,7 @@ fn stable(v: &Value) -> Value {
             if let Some(o) = output.as_object_mut() {
                 o.remove("written");
             }
-            let attempts = r["attempts"].as_u64().unwrap() - interrupted(k);
+            let attempts = common::attempts_uninterrupted(v, k);
             (k.clone(), json!({"output": output, "attempts": attempts}))
         })
         .collect();

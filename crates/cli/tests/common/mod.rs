@@ -413,3 +413,15 @@ pub(crate) fn retrieved(json: &Value) -> Vec<String> {
         .filter_map(|h| h["note_id"].as_str().map(str::to_owned))
         .collect()
 }
+
+/// A step's attempts in a run's `--json` output, less those a crash or a
+/// takeover cut short (`step_interrupted`): what an uninterrupted run counts.
+pub(crate) fn attempts_uninterrupted(v: &Value, step: &str) -> u64 {
+    let cut = v["execution_history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "step_interrupted" && e["step"] == step)
+        .count() as u64;
+    v["step_results"][step]["attempts"].as_u64().unwrap() - cut
+}
