@@ -18,8 +18,8 @@ use serde_json::{Value, json};
 use stepwise_core::roles::{PlanRequest, Planner, Reply, RoleError, Synthesizer};
 use stepwise_core::testing::{ScriptedAssessor, ScriptedRepairer, ScriptedReplanner};
 use stepwise_core::{
-    DraftPlan, DynTool, Engine, Report, Roles, RunConfig, RunState, RunStatus, Step, ToolContext,
-    ToolError, ToolRegistry, ToolSpec,
+    DraftPlan, DynTool, Engine, Evidence, Report, Roles, RunConfig, RunState, RunStatus, Step,
+    ToolContext, ToolError, ToolRegistry, ToolSpec,
 };
 
 /// A planner that answers every run with the same draft. Copies made
@@ -55,21 +55,35 @@ impl Planner for FixedPlanner {
     }
 }
 
-/// A synthesizer that answers with a constant report, instantly.
+/// A synthesizer that answers at once with a report citing the first
+/// succeeded step's output ([`LatencyTool::OUTPUT`]): a report that cites
+/// nothing ends the run `needs_review`, and the benches measure runs that
+/// end `ok`.
 pub struct InstantSynthesizer;
 
 #[async_trait]
 impl Synthesizer for InstantSynthesizer {
-    async fn synthesize(&self, _state: &RunState) -> Result<Reply<Report>, RoleError> {
+    async fn synthesize(&self, state: &RunState) -> Result<Reply<Report>, RoleError> {
+        let evidence = state
+            .step_results
+            .keys()
+            .next()
+            .map(|step| Evidence {
+                source_id: step.as_str().to_owned(),
+                step: step.clone(),
+                quote: LatencyTool::OUTPUT.to_owned(),
+            })
+            .into_iter()
+            .collect();
         Ok(Reply::free(Report {
             text: "done".to_owned(),
-            evidence: Vec::new(),
+            evidence,
             gaps: Vec::new(),
         }))
     }
 }
 
-/// A tool that returns `null` after a fixed latency (none: at once, without
+/// A tool that returns [`Self::OUTPUT`] after a fixed latency (none: at once, without
 /// touching the timer). Unlike the testing `FnTool` it keeps no call log, so
 /// it adds nothing to a run's memory.
 pub struct LatencyTool {
@@ -78,11 +92,14 @@ pub struct LatencyTool {
 }
 
 impl LatencyTool {
+    /// What every call returns: text the synthesizer can quote.
+    pub const OUTPUT: &'static str = "done";
+
     pub fn new(name: &str, latency: Option<Duration>) -> Self {
         Self {
             spec: ToolSpec {
                 name: name.to_owned(),
-                description: format!("returns null after {latency:?}"),
+                description: format!("returns {:?} after {latency:?}", Self::OUTPUT),
                 args_schema: json!({"type": "object"}),
                 side_effect: false,
                 idempotent: true,
@@ -110,7 +127,7 @@ impl DynTool for LatencyTool {
             if let Some(latency) = latency {
                 tokio::time::sleep(latency).await;
             }
-            Ok(Value::Null)
+            Ok(Value::String(Self::OUTPUT.to_owned()))
         })
     }
 }
