@@ -119,7 +119,9 @@ fn uncited_script(strategy: &str) -> Value {
             synth]),
         "react" | "react-isolated" => json!([answer]),
         "router" => {
-            json!([{"purpose": "router", "json": {"route": "simple", "reason": "one lookup"}}, answer])
+            let routed = json!({"steps_known_up_front": true, "three_or_more_steps": false,
+                "same_tool_repeated": false, "reason": "one lookup"});
+            json!([{"purpose": "router", "json": routed}, answer])
         }
         other => panic!("no script for {other}"),
     }

@@ -242,6 +242,10 @@ pub enum Driver {
         /// Verify each iteration and stop on seed 004's conditions (`verified`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         verify: Option<VerifyPolicy>,
+        /// One step at a time, in plan order, instead of every ready step at
+        /// once (the router's `plan-execute-sequential` route).
+        #[serde(default, skip_serializing_if = "is_false")]
+        sequential: bool,
     },
     /// A model ↔ tools loop.
     React {
@@ -249,7 +253,15 @@ pub enum Driver {
         isolated: bool,
         /// Most tool calls; at the cap the actor must answer.
         max_tool_calls: usize,
+        /// At the cap, hand the run to the planning graph instead of
+        /// answering (the router's escalation; recorded as `strategy_escalated`).
+        #[serde(default, skip_serializing_if = "is_false")]
+        escalate: bool,
     },
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 impl Driver {
@@ -257,24 +269,87 @@ impl Driver {
     pub const PLAN_EXECUTE: Self = Self::Graph {
         replanning: true,
         verify: None,
+        sequential: false,
     };
 }
 
-/// How hard a goal is.
+/// Where seed 000's decision tree sends a goal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
+#[serde(rename_all = "kebab-case")]
 pub enum Route {
-    /// A lookup or a single question: a few tool calls answer it.
-    Simple,
-    /// Several parts, comparisons or constraints: worth a plan.
-    Complex,
+    /// Exploratory, or one or two steps: a model ↔ tools loop.
+    React,
+    /// Three or more steps decided up front, the same tool repeated: the
+    /// planning graph, the repeated tool's independent calls dispatched
+    /// together (one wave).
+    PlanExecuteBatched,
+    /// Three or more steps decided up front, each a different tool: the
+    /// planning graph, one step at a time in plan order.
+    PlanExecuteSequential,
 }
 
-/// The router's decision.
+impl Route {
+    /// As recorded and printed (`react`, `plan-execute-batched`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::React => "react",
+            Self::PlanExecuteBatched => "plan-execute-batched",
+            Self::PlanExecuteSequential => "plan-execute-sequential",
+        }
+    }
+}
+
+impl std::fmt::Display for Route {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The router's answers to seed 000's three questions (§11), asked of every
+/// goal before any work starts. A model answers all three; the tree reads
+/// them in order ([`route`](Self::route)).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Routing {
-    /// simple or complex.
-    pub route: Route,
-    /// Why.
+    /// [1] Can the steps be decided up front (a linear task), rather than
+    /// each depending on what the last one found (exploration)?
+    pub steps_known_up_front: bool,
+    /// [2] Will it take three or more steps (tool calls)?
+    pub three_or_more_steps: bool,
+    /// [3] Is the same tool repeated (over several items or parts)?
+    pub same_tool_repeated: bool,
+    /// Why, in one sentence.
     pub reason: String,
+}
+
+impl Routing {
+    /// Seed 000's tree: [1] no → react; [2] no → react; [3] yes →
+    /// plan-execute batched, no → plan-execute sequential.
+    pub fn route(&self) -> Route {
+        if !self.steps_known_up_front || !self.three_or_more_steps {
+            Route::React
+        } else if self.same_tool_repeated {
+            Route::PlanExecuteBatched
+        } else {
+            Route::PlanExecuteSequential
+        }
+    }
+
+    /// The answers with the route they lead to, as `strategy_chosen` records them.
+    pub fn decided(self) -> Routed {
+        Routed {
+            route: self.route(),
+            answers: self,
+        }
+    }
+}
+
+/// A router's answers and the route the tree drew from them (recorded on
+/// `strategy_chosen`, so the bench can score routing and a person audit it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Routed {
+    /// The three answers and the reason.
+    #[serde(flatten)]
+    pub answers: Routing,
+    /// Where they lead.
+    pub route: Route,
 }

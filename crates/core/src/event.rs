@@ -10,7 +10,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::decision::{Driver, Evidence, StepResult, Verdict, Verification};
+use crate::decision::{Driver, Evidence, Routed, StepResult, Verdict, Verification};
 use crate::failure::StepFailure;
 use crate::goal::{Constraints, Goal};
 use crate::ids::{RunId, StepId};
@@ -144,6 +144,24 @@ pub enum EventKind {
         /// Why (a router's classification and reason).
         reason: String,
         /// What deciding cost.
+        #[serde(default)]
+        usage: Usage,
+        /// The router's answers to seed 000's three questions and the route
+        /// they lead to (`router` only; absent in logs from before it).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        routing: Option<Routed>,
+    },
+    /// ReAct reached its tool-call cap and the strategy handed the run to
+    /// the planning graph (the router's escalation): the calls made stay in
+    /// the plan as steps that ran, and the planner plans the goal.
+    StrategyEscalated {
+        /// How the run was driven until now.
+        from: Driver,
+        /// How it is driven from now on.
+        to: Driver,
+        /// Why, for a person.
+        reason: String,
+        /// What the actor's refused call cost.
         #[serde(default)]
         usage: Usage,
     },
@@ -476,6 +494,7 @@ impl EventKind {
             Self::Assessed { .. } => "assessed",
             Self::StopConditionMet { .. } => "stop_condition_met",
             Self::StrategyChosen { .. } => "strategy_chosen",
+            Self::StrategyEscalated { .. } => "strategy_escalated",
             Self::StepAdded { .. } => "step_added",
             Self::StepSkipped { .. } => "step_skipped",
             Self::StepSummarized { .. } => "step_summarized",

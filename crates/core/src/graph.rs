@@ -111,7 +111,7 @@ impl fmt::Display for Node {
 }
 
 /// Every edge of the graph.
-pub const EDGES: [(Node, Node); 34] = {
+pub const EDGES: [(Node, Node); 35] = {
     use Node::*;
     [
         (PrepareInput, CreatePlan),
@@ -148,6 +148,8 @@ pub const EDGES: [(Node, Node); 34] = {
         (Act, MarkNeedsReview),
         (Act, AwaitApproval),
         (SynthesizeReport, MarkNeedsReview),
+        // The router's escalation at ReAct's tool-call cap.
+        (Act, CreatePlan),
     ]
 };
 

@@ -409,6 +409,10 @@ impl RunState {
                 self.driver = Some(*driver);
                 self.usage += *usage;
             }
+            EventKind::StrategyEscalated { to, usage, .. } => {
+                self.driver = Some(*to);
+                self.usage += *usage;
+            }
             EventKind::StepAdded { step, usage } => {
                 if self.plan.step(&step.id).is_some() {
                     return Err(StateError::DuplicateStep(step.id.clone()));

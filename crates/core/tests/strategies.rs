@@ -305,6 +305,7 @@ fn react(isolated: bool, cap: usize, actor: Arc<ScriptedActor>) -> Harness {
         Driver::React {
             isolated,
             max_tool_calls: cap,
+            escalate: false,
         },
     ));
     Harness::new(vec![])
@@ -447,13 +448,26 @@ async fn react_isolated_shows_summaries_so_prompts_stay_bounded() {
     );
 }
 
+fn routing(up_front: bool, three: bool, repeated: bool) -> Routing {
+    Routing {
+        steps_known_up_front: up_front,
+        three_or_more_steps: three,
+        same_tool_repeated: repeated,
+        reason: "because the test says so".into(),
+    }
+}
+
 #[tokio::test(start_paused = true)]
-async fn the_router_records_its_decision_and_reason() {
-    for (route, expect_react) in [(Route::Simple, true), (Route::Complex, false)] {
-        let router = Arc::new(ScriptedRouter::new(vec![Routing {
-            route,
-            reason: "because the test says so".into(),
-        }]));
+async fn each_branch_of_the_routers_tree_is_recorded_with_its_answers() {
+    // Seed 000 §11: [1] no → react; [2] no → react; [3] yes → batched, no → sequential.
+    let branches = [
+        (routing(false, true, true), Route::React),
+        (routing(true, false, true), Route::React),
+        (routing(true, true, true), Route::PlanExecuteBatched),
+        (routing(true, true, false), Route::PlanExecuteSequential),
+    ];
+    for (answers, expected) in branches {
+        let router = Arc::new(ScriptedRouter::new(vec![answers.clone()]));
         let actor = Arc::new(ScriptedActor::new(vec![call("a"), answer("call-1")]));
         let h = Harness::new(vec![plan(vec![step("a", &[])])])
             .strategy("router")
@@ -465,19 +479,124 @@ async fn the_router_records_its_decision_and_reason() {
             strategy,
             driver,
             reason,
+            routing,
             ..
         } = &chosen[0].kind
         else {
             unreachable!()
         };
         assert_eq!(strategy, "router");
+        let routing = routing.as_ref().expect("the router's answers are recorded");
+        assert_eq!(routing.answers, answers);
+        assert_eq!(routing.route, expected, "{answers:?}");
         assert!(reason.contains("because the test says so"), "{reason}");
-        assert_eq!(matches!(driver, Driver::React { .. }), expect_react);
+        assert!(reason.contains(expected.as_str()), "{reason}");
+        match expected {
+            Route::React => assert!(
+                matches!(driver, Driver::React { escalate: true, .. }),
+                "{driver:?}"
+            ),
+            Route::PlanExecuteBatched => assert_eq!(*driver, Driver::PLAN_EXECUTE),
+            Route::PlanExecuteSequential => assert!(
+                matches!(
+                    driver,
+                    Driver::Graph {
+                        sequential: true,
+                        replanning: true,
+                        ..
+                    }
+                ),
+                "{driver:?}"
+            ),
+        }
         assert_eq!(
             events_of(&state, "plan_created").len(),
-            usize::from(!expect_react)
+            usize::from(expected != Route::React)
         );
     }
+}
+
+#[tokio::test(start_paused = true)]
+async fn batched_dispatches_independent_steps_in_one_wave_sequential_one_at_a_time() {
+    let run = |repeated: bool| async move {
+        let router = Arc::new(ScriptedRouter::new(vec![routing(true, true, repeated)]));
+        let h = Harness::new(vec![plan(vec![
+            step("a", &[]),
+            step("b", &[]),
+            step("c", &[]),
+        ])])
+        .strategy("router")
+        .config(|c| c.concurrency = 4)
+        .roles(move |roles| roles.with_router(router.clone()));
+        let state = h.run("Three of the same").await;
+        assert_eq!(state.status, RunStatus::Ok, "{:?}", state.blocked_reason);
+        let order: Vec<&str> = state
+            .execution_history
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EventKind::StepStarted { .. } => Some("started"),
+                EventKind::StepSucceeded { .. } => Some("succeeded"),
+                _ => None,
+            })
+            .collect();
+        (h.work.max_concurrency(), order)
+    };
+    let (batched, order) = run(true).await;
+    assert_eq!(batched, 3, "batched: every independent step in one wave");
+    assert_eq!(&order[..3], ["started"; 3], "{order:?}");
+    let (sequential, order) = run(false).await;
+    assert_eq!(sequential, 1, "sequential: one step at a time");
+    assert_eq!(
+        order,
+        ["started", "succeeded", "started", "succeeded", "started", "succeeded"]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn at_the_cap_the_routers_react_escalates_to_plan_execute_and_keeps_its_calls() {
+    let react: Arc<dyn stepwise_core::Strategy> = Arc::new(Fixed::new(
+        "react",
+        "test",
+        Driver::React {
+            isolated: false,
+            max_tool_calls: 2,
+            escalate: false,
+        },
+    ));
+    let planning: Arc<dyn stepwise_core::Strategy> =
+        Arc::new(Fixed::new("plan-execute", "test", Driver::PLAN_EXECUTE));
+    let strategy = Arc::new(stepwise_core::strategy::RouterStrategy::new(react, planning));
+    let router = Arc::new(ScriptedRouter::new(vec![routing(false, false, false)]));
+    let actor = Arc::new(ScriptedActor::new(vec![call("a"), call("b"), call("c")]));
+    let h = Harness::new(vec![plan(vec![step("x", &[]), step("y", &["x"])])])
+        .with_strategy(strategy)
+        .roles(move |roles| roles.with_router(router.clone()).with_actor(actor.clone()));
+    let state = h.run("Explore until done").await;
+    assert_eq!(state.status, RunStatus::Ok, "{:?} {:?}", state.blocked_reason, events_of(&state, "plan_invalid"));
+    let escalated = events_of(&state, "strategy_escalated");
+    assert_eq!(escalated.len(), 1, "{:?}", kinds(&state));
+    let EventKind::StrategyEscalated {
+        from, to, reason, ..
+    } = &escalated[0].kind
+    else {
+        unreachable!()
+    };
+    assert!(matches!(from, Driver::React { escalate: true, .. }));
+    assert_eq!(*to, Driver::PLAN_EXECUTE);
+    assert!(reason.contains("the cap is 2"), "{reason}");
+    assert_eq!(state.driver, Some(Driver::PLAN_EXECUTE));
+    // No stop at the cap: the plan ran after the two calls, which stay.
+    assert!(events_of(&state, "stop_condition_met").is_empty());
+    assert_eq!(h.work.started(), ["a", "b", "x", "y"]);
+    let ids: Vec<&str> = state.plan.steps.iter().map(|s| s.id.as_str()).collect();
+    assert_eq!(ids, ["call-1", "call-2", "x", "y"]);
+    assert!(
+        state
+            .plan
+            .steps
+            .iter()
+            .all(|s| s.status == StepStatus::Succeeded)
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -543,6 +662,7 @@ async fn an_unusable_action_stops_for_review_and_a_resume_asks_again_but_an_unci
         Driver::React {
             isolated: false,
             max_tool_calls: 4,
+            escalate: false,
         },
     ));
     let h = Harness::new(vec![])

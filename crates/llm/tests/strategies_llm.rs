@@ -12,7 +12,7 @@ use std::sync::Arc;
 use common::{GOAL, calls, model, policy, registry, roles_called};
 
 use serde_json::{Value, json};
-use stepwise_core::decision::Completeness;
+use stepwise_core::decision::{Completeness, Route};
 use stepwise_core::event::EventKind;
 use stepwise_core::model::ModelExchange;
 use stepwise_core::{
@@ -357,68 +357,107 @@ async fn verified_replans_on_a_partial_verdict_and_stops_at_the_completeness_thr
     );
 }
 
-/// `router` with the LLM router: "simple" hands the run to `react`, and the
-/// recorded decision carries the router's reason; "complex" to plan-execute.
+/// `router` with the LLM router, each branch of seed 000's tree: the
+/// model's three answers are recorded with the route the tree drew, and the
+/// run is driven that way — react (escalating at its cap) for an
+/// exploration or a short lookup, the planning graph otherwise, one step at
+/// a time when no tool repeats.
 #[tokio::test(start_paused = true)]
-async fn the_llm_router_picks_react_for_a_simple_goal_and_records_its_reason() {
+async fn the_llm_router_answers_the_three_questions_and_each_branch_is_recorded() {
     let reason = "One lookup: a single cost figure answers it.";
-    let simple = model(json!([
-        {"purpose": "router", "json": {"route": "simple", "reason": reason}},
-        {"purpose": "actor", "json": {
-            "action": "answer",
-            "report": {"text": "The notes were not searched.", "evidence": []},
-            "gaps": ["The notes were not searched"]
-        }}
-    ]));
-    let state = run(simple, "router").await;
-    // The actor answered without looking anything up: its report cites
-    // nothing, so the run is kept for review, never `ok`.
-    assert_eq!(state.status, RunStatus::NeedsReview);
-    let why = state.blocked_reason.clone().unwrap_or_default();
-    assert!(why.starts_with("the report cites no evidence"), "{why}");
-    assert_eq!(
-        state.final_report.as_deref(),
-        Some("The notes were not searched.")
-    );
-    assert_eq!(roles_called(&state), ["router", "actor"]);
-    let chosen = state.execution_history.iter().find_map(|e| match &e.kind {
-        EventKind::StrategyChosen {
-            strategy,
-            driver,
-            reason,
-            ..
-        } => Some((strategy.clone(), *driver, reason.clone())),
-        _ => None,
-    });
-    let (strategy, driver, recorded) = chosen.unwrap();
-    assert_eq!(strategy, "router");
-    assert!(matches!(
-        driver,
-        Driver::React {
-            isolated: false,
-            ..
+    let branches = [
+        ((false, true, true), Route::React),
+        ((true, false, false), Route::React),
+        ((true, true, true), Route::PlanExecuteBatched),
+        ((true, true, false), Route::PlanExecuteSequential),
+    ];
+    for ((up_front, three, repeated), expected) in branches {
+        let routed = json!({"purpose": "router", "json": {
+            "steps_known_up_front": up_front,
+            "three_or_more_steps": three,
+            "same_tool_repeated": repeated,
+            "reason": reason,
+        }});
+        let script = if expected == Route::React {
+            json!([routed, {"purpose": "actor", "json": {
+                "action": "answer",
+                "report": {"text": "The notes were not searched.", "evidence": []},
+                "gaps": ["The notes were not searched"]
+            }}])
+        } else {
+            json!([
+                routed,
+                {"purpose": "planner", "json": {"steps": [search_step()]}},
+                ok_assessment(),
+                plain_report().await
+            ])
+        };
+        let state = run(model(script), "router").await;
+        let (driver, recorded, routing) = state
+            .execution_history
+            .iter()
+            .find_map(|e| match &e.kind {
+                EventKind::StrategyChosen {
+                    strategy,
+                    driver,
+                    reason,
+                    routing,
+                    ..
+                } if strategy == "router" => Some((*driver, reason.clone(), routing.clone())),
+                _ => None,
+            })
+            .unwrap();
+        let routing = routing.expect("the answers are recorded");
+        assert_eq!(
+            (
+                routing.answers.steps_known_up_front,
+                routing.answers.three_or_more_steps,
+                routing.answers.same_tool_repeated
+            ),
+            (up_front, three, repeated)
+        );
+        assert_eq!(routing.route, expected);
+        assert_eq!(routing.answers.reason, reason);
+        assert!(
+            recorded.contains(expected.as_str()) && recorded.contains(reason),
+            "{recorded}"
+        );
+        let router = prompts_of(&state, "router");
+        assert!(
+            router[0].contains(GOAL)
+                && router[0].contains("steps_known_up_front")
+                && router[0].contains("search_notes"),
+            "the router sees the goal, the questions and the tools"
+        );
+        match expected {
+            Route::React => {
+                // The actor answered without looking anything up: its report
+                // cites nothing, so the run is kept for review, never `ok`.
+                assert_eq!(state.status, RunStatus::NeedsReview);
+                assert_eq!(roles_called(&state), ["router", "actor"]);
+                assert!(matches!(
+                    driver,
+                    Driver::React {
+                        isolated: false,
+                        escalate: true,
+                        ..
+                    }
+                ));
+            }
+            Route::PlanExecuteBatched | Route::PlanExecuteSequential => {
+                assert_eq!(state.status, RunStatus::Ok, "{:?}", failure(&state));
+                assert_eq!(
+                    roles_called(&state),
+                    ["router", "planner", "assessor", "synthesizer"]
+                );
+                let sequential = expected == Route::PlanExecuteSequential;
+                assert!(
+                    matches!(driver, Driver::Graph { sequential: s, replanning: true, .. } if s == sequential),
+                    "{driver:?}"
+                );
+            }
         }
-    ));
-    assert!(
-        recorded.contains("react") && recorded.contains(reason),
-        "{recorded}"
-    );
-    let router = prompts_of(&state, "router");
-    assert!(router[0].contains(GOAL) && router[0].contains("\"simple\""));
-
-    let complex = model(json!([
-        {"purpose": "router", "json": {"route": "complex", "reason": "It asks for a cost breakdown."}},
-        {"purpose": "planner", "json": {"steps": [search_step()]}},
-        ok_assessment(),
-        plain_report().await
-    ]));
-    let state = run(complex, "router").await;
-    assert_eq!(state.status, RunStatus::Ok, "{:?}", failure(&state));
-    assert_eq!(
-        roles_called(&state),
-        ["router", "planner", "assessor", "synthesizer"]
-    );
-    assert_eq!(state.driver, Some(Driver::PLAN_EXECUTE));
+    }
 }
 
 /// A verifier answer that is not a verdict gets one repair round-trip; a

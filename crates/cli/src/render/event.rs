@@ -132,6 +132,7 @@ pub(crate) fn line(kind: &EventKind, plan: &Plan) -> Vec<String> {
         K::StrategyChosen {
             strategy, reason, ..
         } => format!("strategy {strategy}: {reason}"),
+        K::StrategyEscalated { reason, .. } => format!("escalated to plan-execute: {reason}"),
         K::StepAdded { step, .. } => format!("[{}] added: {}", step.id, tool_call(step)),
         K::StepSkipped { step, reason } => format!("[{step}] skipped: {reason}"),
         K::StepSummarized { step, summary, .. } => format!("[{step}] summary: {summary}"),
@@ -295,6 +296,7 @@ pub(crate) fn detail(kind: &EventKind) -> String {
         K::StrategyChosen {
             strategy, reason, ..
         } => format!("{strategy}: {reason}"),
+        K::StrategyEscalated { reason, .. } => reason.clone(),
         K::StepAdded { step, .. } => format!("{}: {}", step.id, tool_call(step)),
         K::StepSkipped { step, reason } => format!("{step}: {reason}"),
         K::StepSummarized { step, summary, .. } => format!("{step}: {summary}"),

@@ -53,9 +53,7 @@ impl Run<'_> {
         }
         if self.held.is_none() {
             for id in self.state.index.ready(&self.state.plan) {
-                if self.in_flight.len() + self.immediate.len()
-                    >= self.engine.config.concurrency.max(1)
-                {
+                if self.in_flight.len() + self.immediate.len() >= self.concurrency() {
                     break;
                 }
                 if self.awaiting.contains(&id) {

@@ -23,6 +23,7 @@ impl Run<'_> {
         let Driver::React {
             isolated,
             max_tool_calls,
+            escalate,
         } = self.driver()
         else {
             return Err(EngineError::Invariant(
@@ -84,6 +85,13 @@ impl Run<'_> {
                 }
                 self.answered = Some((report, reply.usage));
                 Ok(Ok(Node::SynthesizeReport))
+            }
+            Action::Call { tool, args, .. } if made >= cap && escalate => {
+                let detail = format!(
+                    "{made} tool call(s) made, the cap is {cap}, and the agent still asked for {tool} {}: the router escalates to plan-execute",
+                    Value::Object(args)
+                );
+                self.escalate(detail, reply.usage).await
             }
             Action::Call { tool, args, .. } if made >= cap => {
                 // Told it had no calls left, it asked for one more: the

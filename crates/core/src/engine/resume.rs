@@ -227,6 +227,10 @@ impl Run<'_> {
             // strategies existed have a plan or a draft: the graph).
             return self.choose_strategy().await;
         }
+        if super::strategy::escalated_unplanned(&self.state) {
+            // Escalated from ReAct at its cap; the planner has not answered.
+            return Ok(Ok(Node::CreatePlan));
+        }
         if let Driver::React { .. } = self.driver() {
             self.reconcile_in_flight().await?;
             // A call the actor chose but that never started.

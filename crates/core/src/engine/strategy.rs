@@ -10,9 +10,28 @@ use crate::ids::StepId;
 use crate::retry::FailureClass;
 use crate::roles::{RoleError, RoleName};
 use crate::scheduler::blocked_dependants;
+use crate::state::RunState;
 use crate::step_status::StepStatus;
+use crate::usage::Usage;
 
 use super::{EngineError, NodeResult, Run};
+
+/// Whether the run escalated and has not planned since (a resume then
+/// goes to the planner, not to the ReAct calls' plan).
+pub(super) fn escalated_unplanned(state: &RunState) -> bool {
+    let history = &state.execution_history;
+    let escalated = history
+        .iter()
+        .rposition(|e| matches!(e.kind, EventKind::StrategyEscalated { .. }));
+    let planned = history
+        .iter()
+        .rposition(|e| matches!(e.kind, EventKind::PlanCreated { .. }));
+    match (escalated, planned) {
+        (Some(e), Some(p)) => e > p,
+        (Some(_), None) => true,
+        (None, _) => false,
+    }
+}
 
 impl Run<'_> {
     /// How this run is driven (the default graph until the strategy chose).
@@ -35,7 +54,8 @@ impl Run<'_> {
             self.driver(),
             Driver::Graph {
                 replanning: true,
-                verify: None
+                verify: None,
+                ..
             }
         )
     }
@@ -57,11 +77,40 @@ impl Run<'_> {
         Node::MarkNeedsReview
     }
 
+    /// How many steps may be in flight: one for a sequential graph (the
+    /// router's `plan-execute-sequential`), else the configured limit.
+    pub(super) fn concurrency(&self) -> usize {
+        match self.driver() {
+            Driver::Graph {
+                sequential: true, ..
+            } => 1,
+            _ => self.engine.config.concurrency.max(1),
+        }
+    }
+
+    /// The router's escalation at ReAct's tool-call cap: records the hand-over
+    /// to the planning graph and sends the run to the planner. The calls made
+    /// stay in the plan as steps that ran.
+    pub(super) async fn escalate(&mut self, detail: String, usage: Usage) -> NodeResult {
+        let from = self.driver();
+        let to = Driver::PLAN_EXECUTE;
+        self.record(EventKind::StrategyEscalated {
+            from,
+            to,
+            reason: detail,
+            usage,
+        })
+        .await?;
+        Ok(Ok(Node::CreatePlan))
+    }
+
     /// Asks the strategy how to drive the run and records its choice.
     pub(super) async fn choose_strategy(&mut self) -> NodeResult {
         let goal = self.goal()?;
         let strategy = &self.engine.strategy;
-        let outcome = strategy.choose(goal, &self.engine.roles).await;
+        let outcome = strategy
+            .choose(goal, &self.engine.specs, &self.engine.roles)
+            .await;
         let reply = match self.answer(RoleName::Router, outcome).await? {
             Ok(reply) => reply,
             Err(e) => return Ok(Err(e)),
@@ -72,6 +121,7 @@ impl Run<'_> {
             driver,
             reason: reply.value.reason,
             usage: reply.usage,
+            routing: reply.value.routing,
         })
         .await?;
         Ok(Ok(match driver {

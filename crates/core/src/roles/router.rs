@@ -5,10 +5,12 @@ use async_trait::async_trait;
 use super::{Reply, RoleError};
 use crate::decision::Routing;
 use crate::goal::Goal;
+use crate::tool::ToolSpec;
 
-/// route: classifies a goal.
+/// route: answers seed 000's three questions about a goal, given the
+/// tools a run may call (the tree in [`Routing::route`] decides from them).
 #[async_trait]
 pub trait Router: Send + Sync {
-    /// Simple or complex, and why.
-    async fn route(&self, goal: &Goal) -> Result<Reply<Routing>, RoleError>;
+    /// The three answers, and why.
+    async fn route(&self, goal: &Goal, tools: &[ToolSpec]) -> Result<Reply<Routing>, RoleError>;
 }

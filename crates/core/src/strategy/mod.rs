@@ -14,11 +14,12 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use crate::decision::VerifyPolicy;
-pub use crate::decision::{DEFAULT_MAX_TOOL_CALLS, DEFAULT_STRATEGY, Driver, Route};
+pub use crate::decision::{DEFAULT_MAX_TOOL_CALLS, DEFAULT_STRATEGY, Driver, Route, Routed};
 use crate::goal::Goal;
 use crate::retry::FailureClass;
 use crate::roles::Roles;
 use crate::roles::{Reply, RoleError, RoleName};
+use crate::tool::ToolSpec;
 
 /// A strategy's decision for one run.
 #[derive(Debug, Clone, PartialEq)]
@@ -27,6 +28,8 @@ pub struct Choice {
     pub driver: Driver,
     /// Why (for a router, the classifier's reason).
     pub reason: String,
+    /// A router's answers and route (recorded on `strategy_chosen`).
+    pub routing: Option<Routed>,
 }
 
 /// A named way to run a goal.
@@ -36,8 +39,13 @@ pub trait Strategy: Send + Sync {
     fn name(&self) -> &str;
     /// One line for `stepwise strategies`.
     fn description(&self) -> &str;
-    /// How to drive a run of `goal` (called once, after prepare_input).
-    async fn choose(&self, goal: &Goal, roles: &Roles) -> Result<Reply<Choice>, RoleError>;
+    /// How to drive a run of `goal` with `tools` (called once, after prepare_input).
+    async fn choose(
+        &self,
+        goal: &Goal,
+        tools: &[ToolSpec],
+        roles: &Roles,
+    ) -> Result<Reply<Choice>, RoleError>;
 }
 
 /// A strategy that always picks the same driver.
@@ -69,16 +77,24 @@ impl Strategy for Fixed {
         &self.description
     }
 
-    async fn choose(&self, _goal: &Goal, _roles: &Roles) -> Result<Reply<Choice>, RoleError> {
+    async fn choose(
+        &self,
+        _goal: &Goal,
+        _tools: &[ToolSpec],
+        _roles: &Roles,
+    ) -> Result<Reply<Choice>, RoleError> {
         Ok(Reply::free(Choice {
             driver: self.driver,
             reason: format!("the {} strategy always drives runs this way", self.name),
+            routing: None,
         }))
     }
 }
 
-/// Seed 000's router: asks the Router role, then hands simple goals to one
-/// strategy and complex ones to another.
+/// Seed 000's router: asks the Router role its three questions, then hands
+/// the `react` route to one strategy and both plan-execute routes to
+/// another — batched as that strategy drives it, sequential one step at a
+/// time. Its react runs escalate to the planning graph at the tool-call cap.
 pub struct RouterStrategy {
     simple: Arc<dyn Strategy>,
     complex: Arc<dyn Strategy>,
@@ -94,9 +110,39 @@ impl std::fmt::Debug for RouterStrategy {
 }
 
 impl RouterStrategy {
-    /// Routes simple goals to `simple`, complex ones to `complex`.
+    /// Routes `react` to `simple`, the plan-execute routes to `complex`.
     pub fn new(simple: Arc<dyn Strategy>, complex: Arc<dyn Strategy>) -> Self {
         Self { simple, complex }
+    }
+}
+
+/// `driver` as `route` asks: a react loop that escalates at its cap, a
+/// graph that dispatches one step at a time for the sequential route.
+fn routed_driver(driver: Driver, route: Route) -> Driver {
+    match (driver, route) {
+        (
+            Driver::React {
+                isolated,
+                max_tool_calls,
+                ..
+            },
+            _,
+        ) => Driver::React {
+            isolated,
+            max_tool_calls,
+            escalate: true,
+        },
+        (
+            Driver::Graph {
+                replanning, verify, ..
+            },
+            Route::PlanExecuteSequential,
+        ) => Driver::Graph {
+            replanning,
+            verify,
+            sequential: true,
+        },
+        (graph @ Driver::Graph { .. }, _) => graph,
     }
 }
 
@@ -107,10 +153,15 @@ impl Strategy for RouterStrategy {
     }
 
     fn description(&self) -> &str {
-        "classify the goal: simple → react, complex → plan-execute; the decision and its reason are recorded"
+        "seed 000's tree: steps known up front? three or more? the same tool repeated? → react, plan-execute batched or sequential; react escalates to plan-execute at its cap; answers recorded"
     }
 
-    async fn choose(&self, goal: &Goal, roles: &Roles) -> Result<Reply<Choice>, RoleError> {
+    async fn choose(
+        &self,
+        goal: &Goal,
+        tools: &[ToolSpec],
+        roles: &Roles,
+    ) -> Result<Reply<Choice>, RoleError> {
         let router = roles.router.as_ref().ok_or_else(|| {
             RoleError::failed(
                 RoleName::Router,
@@ -118,21 +169,26 @@ impl Strategy for RouterStrategy {
                 "the router strategy needs a router role, and none is configured",
             )
         })?;
-        let routed = router.route(goal).await?;
-        let target = match routed.value.route {
-            Route::Simple => &self.simple,
-            Route::Complex => &self.complex,
+        let routed = router.route(goal, tools).await?;
+        let decided = routed.value.decided();
+        let target = match decided.route {
+            Route::React => &self.simple,
+            Route::PlanExecuteBatched | Route::PlanExecuteSequential => &self.complex,
         };
-        let mut inner = target.choose(goal, roles).await?;
-        let route = match routed.value.route {
-            Route::Simple => "simple",
-            Route::Complex => "complex",
-        };
+        let mut inner = target.choose(goal, tools, roles).await?;
+        let a = &decided.answers;
+        let yes = |b: bool| if b { "yes" } else { "no" };
         inner.value.reason = format!(
-            "routed {route} → {}: {}",
+            "steps known up front: {}; three or more steps: {}; same tool repeated: {} → {} ({}): {}",
+            yes(a.steps_known_up_front),
+            yes(a.three_or_more_steps),
+            yes(a.same_tool_repeated),
+            decided.route,
             target.name(),
-            routed.value.reason
+            a.reason
         );
+        inner.value.driver = routed_driver(inner.value.driver, decided.route);
+        inner.value.routing = Some(decided);
         inner.usage += routed.usage;
         let mut exchanges = routed.exchanges;
         exchanges.append(&mut inner.exchanges);
@@ -169,6 +225,7 @@ impl StrategyRegistry {
             Driver::React {
                 isolated: false,
                 max_tool_calls: DEFAULT_MAX_TOOL_CALLS,
+                escalate: false,
             },
         ));
         registry.register(Arc::clone(&plan_execute));
@@ -178,6 +235,7 @@ impl StrategyRegistry {
             Driver::Graph {
                 replanning: false,
                 verify: None,
+                sequential: false,
             },
         )));
         registry.register(Arc::new(Fixed::new(
@@ -186,6 +244,7 @@ impl StrategyRegistry {
             Driver::Graph {
                 replanning: true,
                 verify: Some(VerifyPolicy::default()),
+                sequential: false,
             },
         )));
         registry.register(Arc::clone(&react));
@@ -195,6 +254,7 @@ impl StrategyRegistry {
             Driver::React {
                 isolated: true,
                 max_tool_calls: DEFAULT_MAX_TOOL_CALLS,
+                escalate: false,
             },
         )));
         registry.register(Arc::new(RouterStrategy::new(react, plan_execute)));

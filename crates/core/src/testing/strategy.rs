@@ -14,6 +14,7 @@ use crate::goal::Goal;
 use crate::roles::{ActRequest, Action, Actor, Router, Summarizer, Turn, Verifier};
 use crate::roles::{Reply, RoleError, RoleName};
 use crate::state::RunState;
+use crate::tool::ToolSpec;
 use crate::usage::Usage;
 
 /// A scripted role's answers and what each call costs.
@@ -148,7 +149,7 @@ impl ScriptedRouter {
 
 #[async_trait]
 impl Router for ScriptedRouter {
-    async fn route(&self, _goal: &Goal) -> Result<Reply<Routing>, RoleError> {
+    async fn route(&self, _goal: &Goal, _tools: &[ToolSpec]) -> Result<Reply<Routing>, RoleError> {
         self.0.next()
     }
 }

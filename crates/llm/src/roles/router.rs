@@ -1,7 +1,9 @@
-//! The LLM router (`router`, seed 000): classifies a goal as simple (one
-//! lookup, a few tool calls: `react`) or complex (several parts,
-//! comparisons, constraints: `plan-execute`), with a reason that is
-//! recorded with the decision. It sees the goal and its constraints only.
+//! The LLM router (`router`, seed 000 §11): answers the decision tree's
+//! three questions — steps known up front? three or more? the same tool
+//! repeated? — with a reason; the tree ([`Routing::route`]) draws the route
+//! and both are recorded. It sees the goal, its constraints and the tools'
+//! names and descriptions, so it can run on a small model
+//! (`[router] model = …`).
 
 use async_trait::async_trait;
 use serde::Serialize;
@@ -9,11 +11,12 @@ use stepwise_core::Goal;
 use stepwise_core::decision::Routing;
 use stepwise_core::roles::Router;
 use stepwise_core::roles::{Reply, RoleError, RoleName};
+use stepwise_core::tool::ToolSpec;
 
 use super::{Ask, Backend, llm_role, schema_of, view};
 use crate::structured::Check;
 
-/// route with a model.
+/// Answers the router's questions with a model.
 #[derive(Debug)]
 pub struct LlmRouter {
     backend: Backend,
@@ -24,14 +27,16 @@ llm_role!(LlmRouter);
 struct RouterContext<'a> {
     goal: &'a str,
     constraints: String,
+    tools: Vec<view::ToolView>,
 }
 
 #[async_trait]
 impl Router for LlmRouter {
-    async fn route(&self, goal: &Goal) -> Result<Reply<Routing>, RoleError> {
+    async fn route(&self, goal: &Goal, tools: &[ToolSpec]) -> Result<Reply<Routing>, RoleError> {
         let context = RouterContext {
             goal: &goal.goal,
             constraints: view::constraints(&goal.constraints),
+            tools: view::tools(tools),
         };
         let mut reply: Reply<Routing> = self
             .backend
