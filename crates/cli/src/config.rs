@@ -141,6 +141,9 @@ struct FileConfig {
     /// `[roles.NAME] model = …`: a role on a model of its own.
     #[serde(default)]
     roles: BTreeMap<String, RoleTable>,
+    /// `[router] model = …`: seed 000's spelling of `[roles.router]`, folded
+    /// into `roles` when the file is read (one of the two, not both).
+    router: Option<RoleTable>,
 }
 
 /// `[roles.NAME]`.
@@ -258,7 +261,15 @@ impl Config {
 
     /// `stepwise.toml`'s text, checked.
     fn parse(text: &str) -> Result<FileConfig, String> {
-        let file: FileConfig = toml::from_str(text).map_err(|e| e.to_string())?;
+        let mut file: FileConfig = toml::from_str(text).map_err(|e| e.to_string())?;
+        if let Some(router) = file.router.take() {
+            if file.roles.contains_key("router") {
+                return Err(
+                    "[router] and [roles.router] both set the router's model: keep one".to_owned(),
+                );
+            }
+            file.roles.insert("router".to_owned(), router);
+        }
         if let Some(problem) = file.retry_problem() {
             return Err(problem);
         }
@@ -405,6 +416,28 @@ fn resolve(base: &Path, file: &str) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn router_is_the_router_roles_model_and_not_beside_roles_router() {
+        let file =
+            Config::parse("model = \"openai:gpt-4o\"\n[router]\nmodel = \"ollama:llama3.2\"\n")
+                .expect("[router] is accepted");
+        let config = Config {
+            file,
+            ..Config::default()
+        };
+        let roles = config.role_models();
+        assert_eq!(
+            roles.get("router").map(String::as_str),
+            Some("ollama:llama3.2")
+        );
+        assert_eq!(roles.len(), 1, "{roles:?}");
+        let both =
+            Config::parse("[router]\nmodel = \"ollama:a\"\n[roles.router]\nmodel = \"ollama:b\"\n")
+                .map(|_| ())
+                .expect_err("two spellings of one setting are refused");
+        assert!(both.contains("keep one"), "{both}");
+    }
 
     #[test]
     fn retry_tables_are_read_and_a_provider_table_overrides_the_shared_one() {

@@ -220,16 +220,86 @@ fn csv_has_a_header_and_a_row_per_run() {
     let lines: Vec<&str> = out.stdout.lines().collect();
     assert_eq!(
         lines[0],
-        "strategy,task,success,status,driver,stop_condition,closed_loop,role_calls,model_calls,input_tokens,output_tokens,tool_calls,replans,wall_ms,failed_checks"
+        "strategy,task,success,status,driver,stop_condition,closed_loop,role_calls,model_calls,input_tokens,output_tokens,tool_calls,replans,wall_ms,failed_checks,route,expected_route,escalated"
     );
     assert_eq!(lines.len(), 5, "{}", out.stdout);
     assert!(lines[1].starts_with("plan-execute,pilot-resolution,true,ok,graph,"));
     assert!(lines[4].starts_with("plan-solve,adoption-maintenance,false,ok,graph-no-replan,"));
     assert!(
-        lines[4].ends_with(",not cited: index-upkeep"),
+        lines[4].ends_with(",not cited: index-upkeep,,plan-execute-batched,false"),
         "{}",
         lines[4]
     );
+}
+
+/// Seed 000: the router's routes scored against each task's
+/// `expected_route` — both right on the fixture, one wrong when a task
+/// expects another route.
+#[test]
+fn routing_accuracy_is_scored_against_each_tasks_expected_route() {
+    let dir = Scratch::new("bench", "routing");
+    let db = dir.db();
+    let suite = fixture();
+    let out = stepwise(
+        &[
+            "bench",
+            suite.to_str().unwrap(),
+            "--strategies",
+            "router",
+            "--json",
+        ],
+        &db,
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let json: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(row(&json, "router", "pilot-resolution")["route"], "react");
+    assert_eq!(
+        row(&json, "router", "adoption-maintenance")["route"],
+        "plan-execute-batched"
+    );
+    let routing = &json["routing"][0];
+    assert_eq!(routing["strategy"], "router");
+    assert_eq!((n(&routing["scored"]), n(&routing["correct"])), (2, 2));
+    assert_eq!(routing["accuracy"], 1.0);
+    assert_eq!(routing["misrouted"], serde_json::json!([]));
+
+    // The same suite expecting the sequential route for the comparison.
+    let text = std::fs::read_to_string(&suite).unwrap();
+    let notes = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/notes");
+    let text = text
+        .replace("../../../../../examples/notes", notes.to_str().unwrap())
+        .replace(
+            "expected_route = \"plan-execute-batched\"",
+            "expected_route = \"plan-execute-sequential\"",
+        );
+    assert!(text.contains("plan-execute-sequential"));
+    let wrong = dir.path().join("wrong.toml");
+    std::fs::write(&wrong, text).unwrap();
+    let out = stepwise(
+        &[
+            "bench",
+            wrong.to_str().unwrap(),
+            "--strategies",
+            "router,react",
+            "--quiet",
+        ],
+        &db,
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("ROUTING ACCURACY"), "{}", out.stdout);
+    let line = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("router") && l.contains("1/2 50%"))
+        .unwrap_or_else(|| panic!("no accuracy line: {}", out.stdout));
+    assert!(
+        out.stdout.contains(
+            "misrouted: router · adoption-maintenance: expected plan-execute-sequential, routed plan-execute-batched"
+        ),
+        "{}",
+        out.stdout
+    );
+    assert!(!db.exists(), "the bench wrote to the run database");
 }
 
 #[test]

@@ -548,7 +548,14 @@ async fn batched_dispatches_independent_steps_in_one_wave_sequential_one_at_a_ti
     assert_eq!(sequential, 1, "sequential: one step at a time");
     assert_eq!(
         order,
-        ["started", "succeeded", "started", "succeeded", "started", "succeeded"]
+        [
+            "started",
+            "succeeded",
+            "started",
+            "succeeded",
+            "started",
+            "succeeded"
+        ]
     );
 }
 
@@ -565,14 +572,22 @@ async fn at_the_cap_the_routers_react_escalates_to_plan_execute_and_keeps_its_ca
     ));
     let planning: Arc<dyn stepwise_core::Strategy> =
         Arc::new(Fixed::new("plan-execute", "test", Driver::PLAN_EXECUTE));
-    let strategy = Arc::new(stepwise_core::strategy::RouterStrategy::new(react, planning));
+    let strategy = Arc::new(stepwise_core::strategy::RouterStrategy::new(
+        react, planning,
+    ));
     let router = Arc::new(ScriptedRouter::new(vec![routing(false, false, false)]));
     let actor = Arc::new(ScriptedActor::new(vec![call("a"), call("b"), call("c")]));
     let h = Harness::new(vec![plan(vec![step("x", &[]), step("y", &["x"])])])
         .with_strategy(strategy)
         .roles(move |roles| roles.with_router(router.clone()).with_actor(actor.clone()));
     let state = h.run("Explore until done").await;
-    assert_eq!(state.status, RunStatus::Ok, "{:?} {:?}", state.blocked_reason, events_of(&state, "plan_invalid"));
+    assert_eq!(
+        state.status,
+        RunStatus::Ok,
+        "{:?} {:?}",
+        state.blocked_reason,
+        events_of(&state, "plan_invalid")
+    );
     let escalated = events_of(&state, "strategy_escalated");
     assert_eq!(escalated.len(), 1, "{:?}", kinds(&state));
     let EventKind::StrategyEscalated {

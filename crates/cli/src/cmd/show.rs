@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
-use stepwise_core::{RunState, RunStatus, StepId, StepStatus};
+use stepwise_core::{EventKind, RunState, RunStatus, StepId, StepStatus};
 
 use crate::cli::ShowArgs;
 use crate::db;
@@ -50,6 +50,30 @@ fn summary(state: &RunState) -> String {
     field(&mut text, "status", state.status.as_str());
     if !state.strategy.is_empty() {
         field(&mut text, "strategy", &state.strategy);
+    }
+    for e in &state.execution_history {
+        match &e.kind {
+            EventKind::StrategyChosen {
+                routing: Some(r), ..
+            } => {
+                let yes = |b: bool| if b { "yes" } else { "no" };
+                field(
+                    &mut text,
+                    "route",
+                    &format!(
+                        "{} (steps known up front: {}; three or more steps: {}; same tool repeated: {})",
+                        r.route,
+                        yes(r.answers.steps_known_up_front),
+                        yes(r.answers.three_or_more_steps),
+                        yes(r.answers.same_tool_repeated)
+                    ),
+                );
+            }
+            EventKind::StrategyEscalated { reason, .. } => {
+                field(&mut text, "escalated", &one_line(reason));
+            }
+            _ => {}
+        }
     }
     if let Some(condition) = state.stop_condition {
         field(&mut text, "stopped", &condition.to_string());

@@ -10,11 +10,11 @@
 //!    one call each; a goal that names its tools uses each once.
 
 use async_trait::async_trait;
+use stepwise_core::Goal;
 use stepwise_core::decision::Routing;
 use stepwise_core::roles::Router;
 use stepwise_core::roles::{Reply, RoleError};
 use stepwise_core::tool::ToolSpec;
-use stepwise_core::Goal;
 
 use super::planner::sub_questions;
 
@@ -89,8 +89,8 @@ impl Router for OfflineRouter {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-    use stepwise_core::decision::Route;
     use stepwise_core::Constraints;
+    use stepwise_core::decision::Route;
 
     use super::*;
 
@@ -105,7 +105,10 @@ mod tests {
     #[test]
     fn an_exploratory_goal_goes_to_react_at_the_first_question() {
         let r = answers(
-            &goal("Investigate why churn rose and follow what the notes say", Constraints::default()),
+            &goal(
+                "Investigate why churn rose and follow what the notes say",
+                Constraints::default(),
+            ),
             &tools(&["search_notes"]),
         );
         assert!(!r.steps_known_up_front, "{r:?}");
@@ -116,7 +119,10 @@ mod tests {
     #[test]
     fn a_single_lookup_goes_to_react_at_the_second_question() {
         let r = answers(
-            &goal("What share of conversations did the pilot resolve?", Constraints::default()),
+            &goal(
+                "What share of conversations did the pilot resolve?",
+                Constraints::default(),
+            ),
             &tools(&["search_notes", "read_note"]),
         );
         assert!(r.steps_known_up_front && !r.three_or_more_steps, "{r:?}");
@@ -130,7 +136,10 @@ mod tests {
             ..Constraints::default()
         };
         let r = answers(&goal("RAG or fine-tuning?", c), &tools(&["search_notes"]));
-        assert!(r.steps_known_up_front && r.three_or_more_steps && r.same_tool_repeated, "{r:?}");
+        assert!(
+            r.steps_known_up_front && r.three_or_more_steps && r.same_tool_repeated,
+            "{r:?}"
+        );
         assert!(r.reason.contains("3 dimensions"), "{}", r.reason);
         assert_eq!(r.route(), Route::PlanExecuteBatched);
     }
@@ -142,9 +151,17 @@ mod tests {
                 "Run parse_columns on the code, then classify_domain_group, then lookup_index_candidates",
                 Constraints::default(),
             ),
-            &tools(&["parse_columns", "classify_domain_group", "lookup_index_candidates", "lookup_abbreviation"]),
+            &tools(&[
+                "parse_columns",
+                "classify_domain_group",
+                "lookup_index_candidates",
+                "lookup_abbreviation",
+            ]),
         );
-        assert!(r.steps_known_up_front && r.three_or_more_steps && !r.same_tool_repeated, "{r:?}");
+        assert!(
+            r.steps_known_up_front && r.three_or_more_steps && !r.same_tool_repeated,
+            "{r:?}"
+        );
         assert!(r.reason.contains("3 tools"), "{}", r.reason);
         assert_eq!(r.route(), Route::PlanExecuteSequential);
     }

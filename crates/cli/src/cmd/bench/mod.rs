@@ -21,7 +21,7 @@ use anyhow::{Context, anyhow};
 use stepwise_core::{RunState, Strategy};
 use stepwise_tools::notes::Corpus;
 
-use self::report::{RunRow, csv, summarize, tables};
+use self::report::{RunRow, csv, routing_accuracy, summarize, tables};
 use self::suite::{Suite, Task};
 use crate::cli::BenchArgs;
 use crate::config::{Config, ModelChoice};
@@ -135,6 +135,7 @@ pub(crate) fn bench(args: &BenchArgs) -> CliResult {
         Ok::<_, anyhow::Error>(rows)
     })??;
     let summary = summarize(&rows);
+    let routing = routing_accuracy(&rows);
     let text = if args.json {
         let value = serde_json::json!({
             "suite": args.suite.display().to_string(),
@@ -144,6 +145,7 @@ pub(crate) fn bench(args: &BenchArgs) -> CliResult {
             "tasks": suite.tasks.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(),
             "runs": rows,
             "summary": summary,
+            "routing": routing,
         });
         let mut json = serde_json::to_string_pretty(&value).context("cannot encode the bench")?;
         json.push('\n');
@@ -151,7 +153,7 @@ pub(crate) fn bench(args: &BenchArgs) -> CliResult {
     } else if args.csv {
         csv(&rows).context("cannot write the CSV")?
     } else {
-        tables(&rows, &summary)
+        tables(&rows, &summary, &routing)
     };
     output::stdout(&text)?;
     Ok(())

@@ -2,6 +2,7 @@
 //! wall time), a summary per strategy, and both as tables or CSV.
 
 use serde::Serialize;
+use stepwise_core::decision::Route;
 use stepwise_core::{Driver, EventKind, RunState, RunStatus, StopCondition};
 
 use super::suite::{Task, closed_loop};
@@ -22,6 +23,14 @@ pub(crate) struct RunRow {
     pub(crate) driver: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) stop_condition: Option<StopCondition>,
+    /// The route a router drew (`router` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) route: Option<Route>,
+    /// The route the task expects (`expected_route`), if it names one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) expected_route: Option<Route>,
+    /// ReAct reached its cap and the router escalated to plan-execute.
+    pub(crate) escalated: bool,
     /// Ended `ok` or at a resumable breakpoint.
     pub(crate) closed_loop: bool,
     /// Role decisions on record (see [`role_calls`]).
@@ -61,12 +70,24 @@ pub(crate) fn role_calls(state: &RunState) -> u64 {
             | EventKind::StepAdded { .. }
             | EventKind::StepSummarized { .. } => true,
             EventKind::StrategyChosen { strategy, .. } => strategy == "router",
+            // The actor's call refused at the cap, recorded with the hand-over.
+            EventKind::StrategyEscalated { .. } => true,
             // A partial brief was written by the synthesizer (or is the actor's answer).
             EventKind::NeedsReview { brief, .. } => brief.is_some(),
             _ => false,
         })
         .count();
     u64::try_from(n).unwrap_or(u64::MAX)
+}
+
+/// The route the run's router drew, if a router chose its driver.
+fn route_of(state: &RunState) -> Option<Route> {
+    state.execution_history.iter().find_map(|e| match &e.kind {
+        EventKind::StrategyChosen {
+            routing: Some(r), ..
+        } => Some(r.route),
+        _ => None,
+    })
 }
 
 /// A short name for how a run was driven (`-` if it ended before choosing).
@@ -105,6 +126,12 @@ impl RunRow {
             status: state.status,
             driver: driver_name(state.driver),
             stop_condition: state.stop_condition,
+            route: route_of(state),
+            expected_route: task.expected_route,
+            escalated: state
+                .execution_history
+                .iter()
+                .any(|e| matches!(e.kind, EventKind::StrategyEscalated { .. })),
             closed_loop: closed_loop(state.status),
             role_calls: role_calls(state),
             model_calls: state.usage.llm_calls,
@@ -179,8 +206,68 @@ pub(crate) fn summarize(rows: &[RunRow]) -> Vec<Summary> {
         .collect()
 }
 
+/// A task the router sent elsewhere than its `expected_route`.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Misroute {
+    pub(crate) task: String,
+    pub(crate) expected: Route,
+    pub(crate) route: Route,
+}
+
+/// How often one routing strategy drew the route its tasks expect (seed
+/// 000: a wrong route costs more than the router, so track its accuracy).
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct RoutingAccuracy {
+    pub(crate) strategy: String,
+    /// Runs that drew a route, of tasks that name an expected one.
+    pub(crate) scored: usize,
+    pub(crate) correct: usize,
+    pub(crate) accuracy: f64,
+    /// Runs that escalated from react to plan-execute at the cap.
+    pub(crate) escalated: usize,
+    pub(crate) misrouted: Vec<Misroute>,
+}
+
+/// Routing accuracy per strategy that routes, in order of appearance.
+pub(crate) fn routing_accuracy(rows: &[RunRow]) -> Vec<RoutingAccuracy> {
+    let mut out: Vec<RoutingAccuracy> = Vec::new();
+    for row in rows {
+        let (Some(route), Some(expected)) = (row.route, row.expected_route) else {
+            continue;
+        };
+        let at = match out.iter().position(|a| a.strategy == row.strategy) {
+            Some(at) => at,
+            None => {
+                out.push(RoutingAccuracy {
+                    strategy: row.strategy.clone(),
+                    scored: 0,
+                    correct: 0,
+                    accuracy: 0.0,
+                    escalated: 0,
+                    misrouted: Vec::new(),
+                });
+                out.len() - 1
+            }
+        };
+        let a = &mut out[at];
+        a.scored += 1;
+        a.escalated += usize::from(row.escalated);
+        if route == expected {
+            a.correct += 1;
+        } else {
+            a.misrouted.push(Misroute {
+                task: row.task.clone(),
+                expected,
+                route,
+            });
+        }
+        a.accuracy = rate(a.correct, a.scored);
+    }
+    out
+}
+
 /// The CSV columns (one row per run follows).
-pub(crate) const CSV_COLUMNS: [&str; 15] = [
+pub(crate) const CSV_COLUMNS: [&str; 18] = [
     "strategy",
     "task",
     "success",
@@ -196,6 +283,9 @@ pub(crate) const CSV_COLUMNS: [&str; 15] = [
     "replans",
     "wall_ms",
     "failed_checks",
+    "route",
+    "expected_route",
+    "escalated",
 ];
 
 /// One CSV row per run, under a header (quoted as RFC 4180 asks).
@@ -219,6 +309,9 @@ pub(crate) fn csv(rows: &[RunRow]) -> anyhow::Result<String> {
             r.replans.to_string(),
             r.wall_ms.to_string(),
             r.failed_checks.join("; "),
+            r.route.map(|x| x.to_string()).unwrap_or_default(),
+            r.expected_route.map(|x| x.to_string()).unwrap_or_default(),
+            r.escalated.to_string(),
         ])?;
     }
     let bytes = out
@@ -231,14 +324,16 @@ fn percent(part: usize, whole: usize) -> String {
     format!("{part}/{whole} {:.0}%", rate(part, whole) * 100.0)
 }
 
-/// The runs table, the per-strategy summary, and the checks that failed.
-pub(crate) fn tables(rows: &[RunRow], summary: &[Summary]) -> String {
-    const RUN_HEADERS: [&str; 12] = [
+/// The runs table, the per-strategy summary, routing accuracy (when a
+/// routing strategy ran tasks with an `expected_route`), and the checks that failed.
+pub(crate) fn tables(rows: &[RunRow], summary: &[Summary], routing: &[RoutingAccuracy]) -> String {
+    const RUN_HEADERS: [&str; 13] = [
         "STRATEGY",
         "TASK",
         "SUCCESS",
         "STATUS",
         "STOP",
+        "ROUTE",
         "ROLE CALLS",
         "MODEL CALLS",
         "TOKENS IN",
@@ -248,7 +343,7 @@ pub(crate) fn tables(rows: &[RunRow], summary: &[Summary]) -> String {
         "WALL MS",
     ];
     // The counts aligned right, so their digits line up.
-    let mut runs = Table::new(&RUN_HEADERS).right(&[5, 6, 7, 8, 9, 10, 11]);
+    let mut runs = Table::new(&RUN_HEADERS).right(&[6, 7, 8, 9, 10, 11, 12]);
     for r in rows {
         runs.row([
             r.strategy.clone(),
@@ -257,6 +352,11 @@ pub(crate) fn tables(rows: &[RunRow], summary: &[Summary]) -> String {
             r.status.as_str().to_owned(),
             r.stop_condition
                 .map_or_else(|| "-".to_owned(), |c| c.to_string()),
+            match (r.route, r.escalated) {
+                (None, _) => "-".to_owned(),
+                (Some(route), false) => route.to_string(),
+                (Some(route), true) => format!("{route} → escalated"),
+            },
             r.role_calls.to_string(),
             r.model_calls.to_string(),
             r.input_tokens.to_string(),
@@ -300,6 +400,29 @@ pub(crate) fn tables(rows: &[RunRow], summary: &[Summary]) -> String {
     text.push('\n');
     text.push_str(&sums.render());
 
+    if !routing.is_empty() {
+        let mut table =
+            Table::new(&["STRATEGY", "ROUTED", "ROUTING ACCURACY", "ESCALATED"]).right(&[1, 2, 3]);
+        for a in routing {
+            table.row([
+                a.strategy.clone(),
+                a.scored.to_string(),
+                percent(a.correct, a.scored),
+                a.escalated.to_string(),
+            ]);
+        }
+        text.push('\n');
+        text.push_str(&table.render());
+        for a in routing {
+            for m in &a.misrouted {
+                text.push_str(&format!(
+                    "  misrouted: {} · {}: expected {}, routed {}\n",
+                    a.strategy, m.task, m.expected, m.route
+                ));
+            }
+        }
+    }
+
     let failed: Vec<&RunRow> = rows.iter().filter(|r| !r.success).collect();
     if !failed.is_empty() {
         text.push_str("\nfailed checks:\n");
@@ -334,6 +457,9 @@ mod tests {
             status,
             driver: "graph".to_owned(),
             stop_condition: None,
+            route: None,
+            expected_route: None,
+            escalated: false,
             closed_loop: closed_loop(status),
             role_calls: 2,
             model_calls: 0,
@@ -361,7 +487,7 @@ mod tests {
         assert_eq!((s[0].tool_calls, s[0].replans, s[0].role_calls), (8, 3, 6));
         assert!((s[0].closed_loop_rate - 2.0 / 3.0).abs() < 1e-9);
         assert_eq!((s[1].runs, s[1].closed_loop), (1, 1));
-        let text = tables(&rows, &s);
+        let text = tables(&rows, &s, &routing_accuracy(&rows));
         assert!(text.contains("2/3 67%"), "{text}");
         assert!(
             text.contains("failed checks:\n  a · t: not cited: x\n"),
@@ -380,6 +506,6 @@ mod tests {
         let csv = csv(&[r]).unwrap();
         let line = csv.lines().nth(1).unwrap();
         assert!(line.starts_with("plain,\"a, b\",false,ok,"), "{line}");
-        assert!(line.ends_with(",3,\"say \"\"x\"\"; y\""), "{line}");
+        assert!(line.ends_with(",3,\"say \"\"x\"\"; y\",,,false"), "{line}");
     }
 }

@@ -9,6 +9,7 @@ use anyhow::{Context, anyhow};
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use stepwise_core::decision::Route;
 use stepwise_core::{Constraints, RunState, RunStatus};
 
 use crate::error::usage;
@@ -37,6 +38,11 @@ struct TaskFile {
     /// (relative to the suite file).
     #[serde(default)]
     constraints: Option<Value>,
+    /// Where seed 000's tree should send the task (`react`,
+    /// `plan-execute-batched`, `plan-execute-sequential`): the `router`
+    /// strategy's runs are scored against it.
+    #[serde(default)]
+    expected_route: Option<Route>,
     #[serde(default)]
     checks: ChecksFile,
 }
@@ -203,6 +209,7 @@ pub(crate) struct Task {
     pub(crate) goal: String,
     pub(crate) notes: PathBuf,
     pub(crate) constraints: Constraints,
+    pub(crate) expected_route: Option<Route>,
     pub(crate) checks: Checks,
 }
 
@@ -288,6 +295,7 @@ impl Task {
             goal: file.goal,
             notes: base.join(file.notes),
             constraints,
+            expected_route: file.expected_route,
             checks: Checks {
                 required_facts: facts(c.required_facts, "required_facts")?,
                 forbidden_facts: facts(c.forbidden_facts, "forbidden_facts")?,
