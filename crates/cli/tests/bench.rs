@@ -342,3 +342,29 @@ fn a_malformed_suite_is_a_usage_error() {
     );
     assert!(!db.exists());
 }
+
+/// Seed 000's cost argument on the bench (docs/bench.md): a task of three
+/// searches decided up front, typed criteria, the scripted model —
+/// plan-execute asks the model twice (plan, synthesize), react once per tool
+/// call plus its answer.
+#[test]
+fn with_typed_criteria_plan_execute_costs_two_model_calls_where_react_costs_four() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/bench/two-calls");
+    let model = format!("script:{}", dir.join("script.jsonl").display());
+    let out = bench_of(
+        &dir.join("suite.toml"),
+        "plan-execute,react",
+        &["--model", &model, "--json", "--quiet"],
+        "two-calls",
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let json: Value = serde_json::from_str(&out.stdout).unwrap();
+    let plan_execute = row(&json, "plan-execute", "latency-and-cost");
+    let react = row(&json, "react", "latency-and-cost");
+    for r in [plan_execute, react] {
+        assert_eq!(r["success"], true, "{r}");
+        assert_eq!(n(&r["tool_calls"]), 3, "{r}");
+    }
+    assert_eq!(n(&plan_execute["model_calls"]), 2, "{plan_execute}");
+    assert_eq!(n(&react["model_calls"]), 4, "{react}");
+}
