@@ -140,6 +140,16 @@ fn signal(pid: u32, sig: &str) {
     assert!(status.success(), "kill {sig} {pid}");
 }
 
+/// `stepwise runs --json`.
+fn runs_json(db: &ScratchDb) -> Vec<Value> {
+    let out = Stepwise::new()
+        .env("STEPWISE_DB", db.url())
+        .args(["runs", "--json"])
+        .run();
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    serde_json::from_str(&out.stdout).unwrap()
+}
+
 /// The worker's lease-holder name, once it has registered.
 fn worker_id(db: &ScratchDb, pid: u32) -> String {
     let until = Instant::now() + Duration::from_secs(30);
@@ -250,6 +260,19 @@ fn sigterm_stops_claiming_and_gives_the_runs_in_hand_back_after_the_grace_period
     let first = worker_with(db.url(), "2000", &["--grace-ms", "300"]);
     let id = worker_id(&db, first.id());
     wait_mid_run(&db, &id);
+    // `stepwise runs` names the worker holding a run, in the table and in JSON.
+    let runs = Stepwise::new()
+        .env("STEPWISE_DB", db.url())
+        .arg("runs")
+        .run();
+    assert_eq!(runs.code, 0, "{}", runs.stderr);
+    assert!(runs.stdout.contains("HELD BY"), "{}", runs.stdout);
+    assert!(runs.stdout.contains(&id), "{}", runs.stdout);
+    let held = runs_json(&db);
+    assert!(
+        held.iter().any(|r| r["held_by"] == id.as_str()),
+        "no run shows {id} as its holder: {held:?}"
+    );
     let asked = Instant::now();
     signal(first.id(), "-TERM");
     let out = first.wait_with_output();
@@ -292,6 +315,10 @@ fn sigterm_stops_claiming_and_gives_the_runs_in_hand_back_after_the_grace_period
         String::from_utf8_lossy(&out.stderr)
     );
     assert_all_done_once(&db, &dir, "run_term", 3);
+    // Done: nobody holds them.
+    let held = runs_json(&db);
+    assert_eq!(held.len(), 3, "{held:?}");
+    assert!(held.iter().all(|r| r.get("held_by").is_none()), "{held:?}");
     let workers = Stepwise::new()
         .env("STEPWISE_DB", db.url())
         .arg("workers")

@@ -95,6 +95,11 @@ pub struct RunSummary {
     pub tokens: u64,
     /// Sequence number of the last event.
     pub last_seq: u64,
+    /// Who holds the run's lease now (e.g. a worker's `host:pid`), if
+    /// anyone does: an expired lease counts as nobody's. Not part of the
+    /// fold: it comes from the store's leases.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_by: Option<String>,
 }
 
 impl RunSummary {
@@ -121,6 +126,7 @@ impl RunSummary {
             replans: state.replan_count,
             tokens: state.usage.input_tokens + state.usage.output_tokens,
             last_seq: state.execution_history.len() as u64,
+            held_by: None,
         }
     }
 }
@@ -394,7 +400,18 @@ impl Store for MemoryStore {
     fn list_runs(&self) -> BoxFuture<'_, Result<Vec<RunSummary>, StoreError>> {
         Box::pin(async move {
             let runs = self.runs.lock().map_err(|_| poisoned())?;
-            let mut out: Vec<RunSummary> = runs.values().map(RunSummary::of).collect();
+            let leases = self.leases.lock().map_err(|_| poisoned())?;
+            let now = Utc::now();
+            let mut out: Vec<RunSummary> = runs
+                .values()
+                .map(|state| RunSummary {
+                    held_by: leases
+                        .get(&state.run_id)
+                        .filter(|l| l.until > now)
+                        .map(|l| l.holder.clone()),
+                    ..RunSummary::of(state)
+                })
+                .collect();
             out.sort_by(|a, b| {
                 b.started_at
                     .cmp(&a.started_at)

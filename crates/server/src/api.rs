@@ -378,6 +378,9 @@ pub struct RunItem {
     pub tokens: u64,
     /// The sequence number of its last event.
     pub last_seq: u64,
+    /// Who holds the run's lease now (this server, a `stepwise` command or
+    /// a worker, as `host:pid`), if anyone does.
+    pub held_by: Option<String>,
 }
 
 /// A page of runs, newest first.
@@ -614,6 +617,7 @@ async fn list(
             replans: s.replans,
             tokens: s.tokens,
             last_seq: s.last_seq,
+            held_by: s.held_by,
         });
     }
     Ok(Json(RunList { runs, next_cursor }))

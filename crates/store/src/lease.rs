@@ -59,6 +59,15 @@ pub(crate) fn check_fence(conn: &Connection, run: &RunId, fence: u64) -> Result<
     }
 }
 
+/// A lease's holder, if the lease has not run out by `now`.
+pub(crate) fn held_now(
+    holder: Option<String>,
+    until: Option<DateTime<Utc>>,
+    now: DateTime<Utc>,
+) -> Option<String> {
+    holder.filter(|_| until.is_some_and(|until| until > now))
+}
+
 impl SqliteStore {
     fn acquire_now(&self, run: &RunId, holder: &str, ttl_ms: u64) -> Result<Lease, StoreError> {
         self.write(|tx| {

@@ -6,6 +6,7 @@
 //! `seq`, and the run's state is that snapshot plus the fold of the events
 //! after it, even across a crash mid-append.
 
+use chrono::Utc;
 use futures::future::BoxFuture;
 use rusqlite::{Connection, OptionalExtension};
 use stepwise_core::{Event, RunId, RunState, RunStatus, RunSummary, Store, StoreError};
@@ -15,7 +16,7 @@ use crate::codec::{
     u64_to_sql, usize_from_sql, usize_to_sql,
 };
 use crate::error::Fail;
-use crate::lease::check_fence;
+use crate::lease::{check_fence, held_now};
 use crate::{Cached, SqliteStore, Tail};
 
 impl SqliteStore {
@@ -132,11 +133,13 @@ impl SqliteStore {
     fn list_runs_now(&self) -> Result<Vec<RunSummary>, StoreError> {
         self.read(|tx| {
             let mut stmt = tx.prepare(
-                "SELECT run_id, goal, status, started_at, updated_at, steps_done, steps_total,
-                        replans, tokens, last_seq
-                 FROM runs ORDER BY started_at DESC, run_id DESC",
+                "SELECT r.run_id, r.goal, r.status, r.started_at, r.updated_at, r.steps_done,
+                        r.steps_total, r.replans, r.tokens, r.last_seq, l.holder, l.until
+                 FROM runs r LEFT JOIN leases l ON l.run_id = r.run_id
+                 ORDER BY r.started_at DESC, r.run_id DESC",
             )?;
             let mut rows = stmt.query([])?;
+            let now = Utc::now();
             let mut out = Vec::new();
             while let Some(row) = rows.next()? {
                 out.push(RunSummary {
@@ -150,6 +153,14 @@ impl SqliteStore {
                     replans: u32_from_sql(row.get(7)?, "replans")?,
                     tokens: u64_from_sql(row.get(8)?, "tokens")?,
                     last_seq: u64_from_sql(row.get(9)?, "last_seq")?,
+                    held_by: held_now(
+                        row.get(10)?,
+                        row.get::<_, Option<String>>(11)?
+                            .as_deref()
+                            .map(time_from_sql)
+                            .transpose()?,
+                        now,
+                    ),
                 });
             }
             Ok(out)

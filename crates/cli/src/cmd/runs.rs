@@ -44,6 +44,7 @@ fn runs_table(summaries: &[RunSummary]) -> String {
         "STEPS",
         "REPLANS",
         "TOKENS",
+        "HELD BY",
         "GOAL",
     ]);
     for s in summaries {
@@ -54,6 +55,7 @@ fn runs_table(summaries: &[RunSummary]) -> String {
             format!("{}/{}", s.steps_done, s.steps_total),
             s.replans.to_string(),
             s.tokens.to_string(),
+            s.held_by.clone().unwrap_or_else(|| "-".to_owned()),
             clip(&s.goal, GOAL_WIDTH),
         ]);
     }

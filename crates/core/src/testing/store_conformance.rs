@@ -19,7 +19,7 @@ use crate::goal::{Constraints, Goal};
 use crate::ids::{RunId, StepId};
 use crate::plan::{Plan, Step};
 use crate::state::{RunState, RunStatus, StepResult};
-use crate::store::{IdempotencyLog, IdempotencyRecord, RunLease, Store, StoreError};
+use crate::store::{IdempotencyLog, IdempotencyRecord, RunLease, RunSummary, Store, StoreError};
 use crate::usage::Usage;
 
 /// A check that failed, and how.
@@ -143,6 +143,7 @@ where
     appends_are_atomic_and_ordered(&make()).await?;
     unknown_runs(&make()).await?;
     listing(&make()).await?;
+    holders(&make()).await?;
     leases(&make()).await?;
     idempotency(&make()).await?;
     Ok(())
@@ -323,6 +324,48 @@ async fn listing<S: Store>(store: &S) -> Result<(), ConformanceFailure> {
         b.status == RunStatus::Running && b.steps_done == 0,
         "summary",
         || format!("{b:?}"),
+    )
+}
+
+/// The listing names who holds a run's lease, and nobody once it is given back.
+async fn holders<S: Store + RunLease>(store: &S) -> Result<(), ConformanceFailure> {
+    let (held, free) = (RunId("run_held".into()), RunId("run_free".into()));
+    for run in [&held, &free] {
+        store
+            .append(run, &sample_log(run)[..6], None)
+            .await
+            .map_err(|e| fail("holders append", e.to_string()))?;
+    }
+    let lease = store
+        .acquire(&held, "host:42", 60_000)
+        .await
+        .map_err(|e| fail("holders acquire", e.to_string()))?;
+    let holder_of = |runs: &[RunSummary], run: &RunId| {
+        runs.iter()
+            .find(|r| &r.run_id == run)
+            .and_then(|r| r.held_by.clone())
+    };
+    let runs = store
+        .list_runs()
+        .await
+        .map_err(|e| fail("list_runs", e.to_string()))?;
+    ensure(
+        holder_of(&runs, &held).as_deref() == Some("host:42") && holder_of(&runs, &free).is_none(),
+        "held_by while leased",
+        || format!("{runs:?}"),
+    )?;
+    store
+        .release(&lease)
+        .await
+        .map_err(|e| fail("holders release", e.to_string()))?;
+    let runs = store
+        .list_runs()
+        .await
+        .map_err(|e| fail("list_runs", e.to_string()))?;
+    ensure(
+        runs.iter().all(|r| r.held_by.is_none()),
+        "held_by after release",
+        || format!("{runs:?}"),
     )
 }
 

@@ -329,12 +329,14 @@ async fn list(inner: &Inner) -> Result<Vec<RunSummary>, Fail> {
     let conn = inner.pool.get().await?;
     let rows = conn
         .query(
-            "SELECT run_id, goal, status, started_at, updated_at, steps_done, steps_total,
-                    replans, tokens, last_seq
-             FROM stepwise.runs ORDER BY started_at DESC, run_id DESC",
+            "SELECT r.run_id, r.goal, r.status, r.started_at, r.updated_at, r.steps_done,
+                    r.steps_total, r.replans, r.tokens, r.last_seq, l.holder, l.until
+             FROM stepwise.runs r LEFT JOIN stepwise.leases l ON l.run_id = r.run_id
+             ORDER BY r.started_at DESC, r.run_id DESC",
             &[],
         )
         .await?;
+    let now = chrono::Utc::now();
     let range = |n: i64, what: &str| Fail::Data(format!("{what} is out of range ({n})"));
     rows.iter()
         .map(|r| {
@@ -354,6 +356,7 @@ async fn list(inner: &Inner) -> Result<Vec<RunSummary>, Fail> {
                 replans: u32::try_from(replans).map_err(|_| range(replans, "replans"))?,
                 tokens: to_u64(r.get(8), "tokens")?,
                 last_seq: to_u64(r.get(9), "last_seq")?,
+                held_by: crate::lease::held_now(r.get(10), r.get(11), now),
             })
         })
         .collect()
