@@ -578,7 +578,7 @@ async fn at_the_cap_the_routers_react_escalates_to_plan_execute_and_keeps_its_ca
     let router = Arc::new(ScriptedRouter::new(vec![routing(false, false, false)]));
     let actor = Arc::new(ScriptedActor::new(vec![call("a"), call("b"), call("c")]));
     let h = Harness::new(vec![plan(vec![step("x", &[]), step("y", &["x"])])])
-        .with_strategy(strategy)
+        .with_strategy(strategy.clone())
         .roles(move |roles| roles.with_router(router.clone()).with_actor(actor.clone()));
     let state = h.run("Explore until done").await;
     assert_eq!(
@@ -606,6 +606,21 @@ async fn at_the_cap_the_routers_react_escalates_to_plan_execute_and_keeps_its_ca
     let ids: Vec<&str> = state.plan.steps.iter().map(|s| s.id.as_str()).collect();
     assert_eq!(ids, ["call-1", "call-2", "x", "y"]);
     assert_eq!(state.step_results.len(), 4, "every step succeeded");
+
+    // At the run's own step bound there is no room to plan: it stops at the
+    // cap as plain react does.
+    let router = Arc::new(ScriptedRouter::new(vec![routing(false, false, false)]));
+    let actor = Arc::new(ScriptedActor::new(vec![call("a"), call("b"), call("c")]));
+    let h = Harness::new(vec![])
+        .with_strategy(Arc::clone(&strategy) as Arc<dyn stepwise_core::Strategy>)
+        .roles(move |roles| roles.with_router(router.clone()).with_actor(actor.clone()));
+    let bounded = Constraints {
+        max_steps: Some(2),
+        ..Constraints::default()
+    };
+    let state = h.run_with("Explore until done", bounded).await;
+    assert!(events_of(&state, "strategy_escalated").is_empty());
+    assert_eq!(state.stop_condition, Some(StopCondition::ToolCallCap));
 }
 
 #[tokio::test(start_paused = true)]

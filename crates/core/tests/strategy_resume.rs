@@ -9,9 +9,11 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use stepwise_core::decision::{Completeness, Verification};
+use stepwise_core::decision::{Driver, Routing};
 use stepwise_core::engine::ResumeOptions;
-use stepwise_core::roles::{ActRequest, Action, Actor, Verifier};
+use stepwise_core::roles::{ActRequest, Action, Actor, Router, Verifier};
 use stepwise_core::roles::{Reply, RoleError};
+use stepwise_core::strategy::{Fixed, RouterStrategy};
 use stepwise_core::testing::{
     CrashAfter, FnTool, PrefixSummarizer, ScriptedAssessor, ScriptedPlanner, ScriptedRepairer,
     ScriptedReplanner, ScriptedSynthesizer, draft,
@@ -20,6 +22,7 @@ use stepwise_core::{
     Constraints, Engine, EventSink, Evidence, MemoryStore, Report, RunId, RunState, RunStatus,
     Step, StepStatus, Store, StoreSink, StrategyRegistry, ToolRegistry,
 };
+use stepwise_core::{Goal, ToolSpec};
 
 /// Calls `read` for x, y and z in turn, then answers citing the first call.
 struct RuleActor;
@@ -47,6 +50,21 @@ impl Actor for RuleActor {
                 gaps: Vec::new(),
             },
             gaps: vec!["w was never read".into()],
+        }))
+    }
+}
+
+/// Sends every goal to react (seed 000's first question answered no).
+struct ExploringRouter;
+
+#[async_trait]
+impl Router for ExploringRouter {
+    async fn route(&self, _goal: &Goal, _tools: &[ToolSpec]) -> Result<Reply<Routing>, RoleError> {
+        Ok(Reply::free(Routing {
+            steps_known_up_front: false,
+            three_or_more_steps: true,
+            same_tool_repeated: true,
+            reason: "each read depends on the last".into(),
         }))
     }
 }
@@ -101,7 +119,8 @@ impl Setup {
         )
         .with_actor(Arc::new(RuleActor))
         .with_verifier(Arc::new(RuleVerifier))
-        .with_summarizer(Arc::new(PrefixSummarizer { chars: 20 }));
+        .with_summarizer(Arc::new(PrefixSummarizer { chars: 20 }))
+        .with_router(Arc::new(ExploringRouter));
         let reads = Arc::clone(&self.reads);
         let mut tools = ToolRegistry::new();
         tools.register_dyn(Arc::new(FnTool::new("read", move |args: Value| {
@@ -112,7 +131,24 @@ impl Setup {
                 Ok(json!(format!("text of {step}")))
             })
         })));
-        let strategy = StrategyRegistry::builtin().get(self.strategy).unwrap();
+        let strategy: Arc<dyn stepwise_core::Strategy> = if self.strategy == "router-escalating" {
+            // react capped at two calls: the actor's third is refused and the
+            // run escalates to plan-execute.
+            Arc::new(RouterStrategy::new(
+                Arc::new(Fixed::new(
+                    "react",
+                    "test",
+                    Driver::React {
+                        isolated: false,
+                        max_tool_calls: 2,
+                        escalate: false,
+                    },
+                )),
+                Arc::new(Fixed::new("plan-execute", "test", Driver::PLAN_EXECUTE)),
+            ))
+        } else {
+            StrategyRegistry::builtin().get(self.strategy).unwrap()
+        };
         Engine::new(roles, tools, Default::default())
             .unwrap()
             .with_sink(sink)
@@ -146,6 +182,15 @@ async fn interrupt_everywhere(strategy: &'static str) {
             .await
             .unwrap();
         assert_eq!(state.status, RunStatus::Ok, "{strategy}");
+        if strategy == "router-escalating" {
+            let kinds: Vec<&str> = state
+                .execution_history
+                .iter()
+                .map(|e| e.kind.name())
+                .collect();
+            assert!(kinds.contains(&"strategy_escalated"), "{kinds:?}");
+            assert_eq!(state.step_results.len(), 5, "x, y, then the plan's a, b, c");
+        }
         (stable(&state), state.execution_history.len())
     };
     for limit in 1..reference.1 {
@@ -226,4 +271,12 @@ async fn verified_resumes_from_any_event() {
 #[tokio::test]
 async fn plan_solve_resumes_from_any_event() {
     interrupt_everywhere("plan-solve").await;
+}
+
+/// The router's escalation from react to plan-execute, interrupted at every
+/// event: a resume between `strategy_escalated` and `plan_created` goes to
+/// the planner, not back to the react calls.
+#[tokio::test]
+async fn an_escalating_router_resumes_from_any_event() {
+    interrupt_everywhere("router-escalating").await;
 }

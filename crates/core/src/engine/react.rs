@@ -86,7 +86,11 @@ impl Run<'_> {
                 self.answered = Some((report, reply.usage));
                 Ok(Ok(Node::SynthesizeReport))
             }
-            Action::Call { tool, args, .. } if made >= cap && escalate => {
+            // Escalation needs room to plan: at the run's own step bound
+            // (`max_steps`) the run stops at the cap as plain react does.
+            Action::Call { tool, args, .. }
+                if made >= cap && escalate && made < self.state.max_steps =>
+            {
                 let detail = format!(
                     "{made} tool call(s) made, the cap is {cap}, and the agent still asked for {tool} {}: the router escalates to plan-execute",
                     Value::Object(args)
