@@ -857,12 +857,12 @@ fn typed_plan() -> String {
 fn with_typed_criteria_plan_and_execute_costs_two_model_calls() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let notes = notes();
-    let run = |assess: &str, replies: Vec<String>| {
+    let run_with = |strategy: &str, assess: &str, replies: Vec<String>| {
         let server = rt.block_on(FakeServer::start());
         for r in &replies {
             server.push(answer(r));
         }
-        let env = Env::new(&format!("two-calls-{assess}"));
+        let env = Env::new(&format!("two-calls-{strategy}-{assess}"));
         let out = env.stepwise(
             &format!("{}/v1", server.url),
             &[
@@ -872,6 +872,8 @@ fn with_typed_criteria_plan_and_execute_costs_two_model_calls() {
                 &notes,
                 "--model",
                 "openai:gpt-test",
+                "--strategy",
+                strategy,
                 "--assess",
                 assess,
                 "--json",
@@ -887,6 +889,7 @@ fn with_typed_criteria_plan_and_execute_costs_two_model_calls() {
         let v: Value = serde_json::from_slice(&out.stdout).unwrap();
         (v, server.requests().len())
     };
+    let run = |assess: &str, replies: Vec<String>| run_with("plan-execute", assess, replies);
     // auto: the engine checks the typed criterion; plan + synthesize.
     let (v, requests) = run("auto", vec![typed_plan(), report()]);
     assert_eq!(v["status"], "ok");
@@ -900,6 +903,24 @@ fn with_typed_criteria_plan_and_execute_costs_two_model_calls() {
     let (v, requests) = run("auto", vec![plan(), assessment(), report()]);
     assert_eq!(requests, 3);
     assert_eq!(calls_counted(&v), (3, 3));
+    // react on the same task: one call per tool call, plus the answer — a
+    // tie at one search; three searches are 2 against 4 (tests/bench.rs,
+    // docs/bench.md).
+    let search = json!({"action": "call", "thought": "Find the latency budget",
+        "tool": "search_notes", "args": {"query": "latency budget first token"}});
+    let answered = serde_json::from_str::<Value>(&report()).unwrap();
+    let answered = json!({"action": "answer",
+        "report": {"text": answered["text"], "evidence": [{"source_id": "latency-budget", "step": "call-1",
+            "quote": answered["evidence"][0]["quote"]}]}, "gaps": []});
+    let (v, requests) = run_with(
+        "react",
+        "auto",
+        vec![search.to_string(), answered.to_string()],
+    );
+    assert_eq!(v["status"], "ok", "{v}");
+    assert_eq!(v["usage"]["tool_calls"], 1);
+    assert_eq!(requests, 2);
+    assert_eq!(calls_counted(&v), (2, 2));
 }
 
 #[test]

@@ -327,3 +327,99 @@ fn every_strategy_ends_ok_offline_with_citations_and_its_gaps_named() {
         }
     }
 }
+
+/// The router on a scripted model: the goal is routed to react (the first
+/// question answered no), react spends its eight calls and asks for a
+/// ninth, and the run escalates to plan-execute — `show` names the route
+/// with its answers and the escalation, `show --events` the event.
+#[test]
+fn the_router_escalates_react_at_its_cap_and_show_names_route_and_escalation() {
+    let dir = Dir::new("strategies", "escalation");
+    let call = |i: usize| {
+        serde_json::json!({"purpose": "actor", "json": {"action": "call",
+            "thought": format!("search {i}"), "tool": "search_notes",
+            "args": {"query": format!("latency {i}")}}})
+    };
+    let mut script = vec![serde_json::json!({"purpose": "router", "json": {
+        "steps_known_up_front": false, "three_or_more_steps": true,
+        "same_tool_repeated": true, "reason": "each search depends on the last"}})];
+    script.extend((1..=9).map(call));
+    script.push(
+        serde_json::json!({"purpose": "planner", "json": {"steps": [{
+        "id": "find", "description": "Find the latency budget", "tool": "search_notes",
+        "args": {"query": "latency budget first token"},
+        "acceptance_criteria": [{"check": "min_results", "path": "results", "min": 1}]}]}}),
+    );
+    script.push(serde_json::json!({"purpose": "synthesizer", "json": {
+        "text": "# Latency\n\nThe budget is 1.5 seconds to first token [latency-budget].",
+        "evidence": [{"source_id": "latency-budget", "step": "find",
+            "quote": "we set a budget of 1.5 seconds to first token at the 95th percentile"}]}}));
+    let path = dir.path().join("script.json");
+    std::fs::write(&path, Value::Array(script).to_string()).unwrap();
+    let model = format!("script:{}", path.display());
+    let notes = notes();
+    let out = stepwise(
+        &dir,
+        &[
+            "run",
+            "What is our latency budget?",
+            "--notes",
+            notes.to_str().unwrap(),
+            "--strategy",
+            "router",
+            "--model",
+            &model,
+            "--run-id",
+            "run_escalates",
+            "--json",
+            "--quiet",
+        ],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let json: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(json["status"], "ok", "{}", out.stdout);
+    let kinds = kinds(&json);
+    assert_eq!(
+        kinds.iter().filter(|k| *k == "step_added").count(),
+        8,
+        "{kinds:?}"
+    );
+    assert!(
+        kinds.contains(&"strategy_escalated".to_owned()),
+        "{kinds:?}"
+    );
+    assert!(
+        !kinds.contains(&"stop_condition_met".to_owned()),
+        "{kinds:?}"
+    );
+    assert_eq!(
+        json["usage"]["llm_calls"], 12,
+        "router, 9 actor, planner, synthesizer"
+    );
+
+    let show = stepwise(&dir, &["show", "run_escalates"], &[]);
+    assert_eq!(show.code, 0, "{}", show.stderr);
+    assert!(
+        show.stdout.contains(
+            "route     react (steps known up front: no; three or more steps: yes; same tool repeated: yes)"
+        ),
+        "{}",
+        show.stdout
+    );
+    let escalated = show
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("escalated "))
+        .unwrap_or_else(|| panic!("no escalated line: {}", show.stdout));
+    assert!(
+        escalated.contains("the cap is 8") && escalated.contains("escalates to plan-execute"),
+        "{escalated}"
+    );
+    let events = stepwise(&dir, &["show", "run_escalates", "--events"], &[]);
+    assert!(
+        events.stdout.contains("strategy_escalated"),
+        "{}",
+        events.stdout
+    );
+}
