@@ -561,20 +561,7 @@ async fn batched_dispatches_independent_steps_in_one_wave_sequential_one_at_a_ti
 
 #[tokio::test(start_paused = true)]
 async fn at_the_cap_the_routers_react_escalates_to_plan_execute_and_keeps_its_calls() {
-    let react: Arc<dyn stepwise_core::Strategy> = Arc::new(Fixed::new(
-        "react",
-        "test",
-        Driver::React {
-            isolated: false,
-            max_tool_calls: 2,
-            escalate: false,
-        },
-    ));
-    let planning: Arc<dyn stepwise_core::Strategy> =
-        Arc::new(Fixed::new("plan-execute", "test", Driver::PLAN_EXECUTE));
-    let strategy = Arc::new(stepwise_core::strategy::RouterStrategy::new(
-        react, planning,
-    ));
+    let strategy = stepwise_core::testing::capped_router(2);
     let router = Arc::new(ScriptedRouter::new(vec![routing(false, false, false)]));
     let actor = Arc::new(ScriptedActor::new(vec![call("a"), call("b"), call("c")]));
     let h = Harness::new(vec![plan(vec![step("x", &[]), step("y", &["x"])])])

@@ -8,12 +8,11 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
+use stepwise_core::decision::Routing;
 use stepwise_core::decision::{Completeness, Verification};
-use stepwise_core::decision::{Driver, Routing};
 use stepwise_core::engine::ResumeOptions;
 use stepwise_core::roles::{ActRequest, Action, Actor, Router, Verifier};
 use stepwise_core::roles::{Reply, RoleError};
-use stepwise_core::strategy::{Fixed, RouterStrategy};
 use stepwise_core::testing::{
     CrashAfter, FnTool, PrefixSummarizer, ScriptedAssessor, ScriptedPlanner, ScriptedRepairer,
     ScriptedReplanner, ScriptedSynthesizer, draft,
@@ -134,18 +133,7 @@ impl Setup {
         let strategy: Arc<dyn stepwise_core::Strategy> = if self.strategy == "router-escalating" {
             // react capped at two calls: the actor's third is refused and the
             // run escalates to plan-execute.
-            Arc::new(RouterStrategy::new(
-                Arc::new(Fixed::new(
-                    "react",
-                    "test",
-                    Driver::React {
-                        isolated: false,
-                        max_tool_calls: 2,
-                        escalate: false,
-                    },
-                )),
-                Arc::new(Fixed::new("plan-execute", "test", Driver::PLAN_EXECUTE)),
-            ))
+            stepwise_core::testing::capped_router(2)
         } else {
             StrategyRegistry::builtin().get(self.strategy).unwrap()
         };

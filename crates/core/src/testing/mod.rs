@@ -24,7 +24,9 @@ use crate::state::RunState;
 use crate::tool::{DynTool, ToolContext, ToolError, ToolSpec};
 
 mod strategy;
-pub use strategy::{Costed, PrefixSummarizer, ScriptedActor, ScriptedRouter, ScriptedVerifier};
+pub use strategy::{
+    Costed, PrefixSummarizer, ScriptedActor, ScriptedRouter, ScriptedVerifier, capped_router,
+};
 
 /// A queue of scripted answers with a call counter.
 #[derive(Debug)]

@@ -3,17 +3,18 @@
 //! role failure), may charge a fixed usage per call (to exercise token
 //! budgets), and the actor keeps what it was shown.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use serde_json::Value;
 
 use super::Script;
-use crate::decision::{Routing, Verification};
+use crate::decision::{Driver, Routing, Verification};
 use crate::goal::Goal;
 use crate::roles::{ActRequest, Action, Actor, Router, Summarizer, Turn, Verifier};
 use crate::roles::{Reply, RoleError, RoleName};
 use crate::state::RunState;
+use crate::strategy::{Fixed, RouterStrategy};
 use crate::tool::ToolSpec;
 use crate::usage::Usage;
 
@@ -152,4 +153,25 @@ impl Router for ScriptedRouter {
     async fn route(&self, _goal: &Goal, _tools: &[ToolSpec]) -> Result<Reply<Routing>, RoleError> {
         self.0.next()
     }
+}
+
+/// The `router` strategy over a react loop capped at `cap` calls and
+/// plan-execute: at the cap its react runs escalate (tests of the escalation).
+pub fn capped_router(cap: usize) -> Arc<RouterStrategy> {
+    Arc::new(RouterStrategy::new(
+        Arc::new(Fixed::new(
+            "react",
+            "react capped for a test",
+            Driver::React {
+                isolated: false,
+                max_tool_calls: cap,
+                escalate: false,
+            },
+        )),
+        Arc::new(Fixed::new(
+            "plan-execute",
+            "plan-execute for a test",
+            Driver::PLAN_EXECUTE,
+        )),
+    ))
 }
