@@ -134,6 +134,9 @@ pub(crate) struct WorkerArgs {
     /// No progress lines on stderr.
     #[arg(long, short)]
     pub(crate) quiet: bool,
+
+    #[command(flatten)]
+    pub(crate) trace: TraceArgs,
 }
 
 #[derive(Debug, Args)]
@@ -226,6 +229,9 @@ pub(crate) struct RunArgs {
 
     #[command(flatten)]
     pub(crate) output: OutputArgs,
+
+    #[command(flatten)]
+    pub(crate) trace: TraceArgs,
 
     /// Approval of side-effect steps: `never` (pause at awaiting_approval for
     /// `stepwise approve`), `auto` (approve each up front, recorded as by
@@ -332,6 +338,18 @@ pub(crate) enum ApproveMode {
     Ask,
 }
 
+/// Trace options of the commands that drive runs (`run`, `resume`, `serve`,
+/// `worker`). Traces are exported when `OTEL_EXPORTER_OTLP_ENDPOINT` (or
+/// `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) is set; see docs/tracing.md.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct TraceArgs {
+    /// Put prompts, answers, the goal, tool arguments and results in the
+    /// exported spans (each cut to 8 KiB). Off by default: spans then carry
+    /// names, ids, models, token counts and timings, never note text.
+    #[arg(long, env = "STEPWISE_TRACE_CONTENT")]
+    pub(crate) trace_content: bool,
+}
+
 /// Output options shared by `run` and `resume`.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct OutputArgs {
@@ -369,6 +387,9 @@ pub(crate) struct ResumeArgs {
 
     #[command(flatten)]
     pub(crate) output: OutputArgs,
+
+    #[command(flatten)]
+    pub(crate) trace: TraceArgs,
 }
 
 #[derive(Debug, Args)]
@@ -447,6 +468,9 @@ pub(crate) struct ServeArgs {
     /// refused unless the address is a loopback one.
     #[arg(long)]
     pub(crate) insecure_no_auth: bool,
+
+    #[command(flatten)]
+    pub(crate) trace: TraceArgs,
 }
 
 #[derive(Debug, Args)]

@@ -27,6 +27,7 @@ mod progress;
 mod render;
 mod review;
 mod session;
+mod trace;
 
 use std::process::ExitCode;
 
@@ -51,6 +52,18 @@ fn main() -> ExitCode {
 /// Runs the subcommand.
 fn dispatch(cli: &Cli) -> CliResult {
     let db = cli.db.as_ref();
+    // Traces of the commands that drive runs, flushed when `_flush` drops.
+    let trace = match &cli.command {
+        Command::Run(args) => Some(&args.trace),
+        Command::Resume(args) => Some(&args.trace),
+        Command::Serve(args) => Some(&args.trace),
+        Command::Worker(args) => Some(&args.trace),
+        _ => None,
+    };
+    let _flush = match trace {
+        Some(trace) => trace::init(trace.trace_content)?,
+        None => None,
+    };
     match &cli.command {
         Command::Run(args) => cmd::run::run(args, db),
         Command::Resume(args) => cmd::resume::resume(args, db),

@@ -26,3 +26,8 @@ pub(crate) fn error(err: &anyhow::Error) {
 pub(crate) fn note(text: &str) {
     let _ = writeln!(io::stderr().lock(), "note: {text}");
 }
+
+/// Prints a warning (something degraded, the command goes on) as `warning: ...` on stderr.
+pub(crate) fn warn(text: &str) {
+    let _ = writeln!(io::stderr().lock(), "warning: {text}");
+}

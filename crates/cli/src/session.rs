@@ -594,6 +594,7 @@ impl Session {
                 Some(lease.fence),
             )))
             .with_sink(Arc::new(ChannelSink(tx)));
+        let engine = crate::trace::traced_from(engine, run, store.as_ref()).await;
         Ok(Session {
             engine,
             store,

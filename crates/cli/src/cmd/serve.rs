@@ -289,7 +289,7 @@ impl ServeLauncher {
             .await
             .map_err(|e| failed(format!("cannot start the run's MCP servers: {e:#}")))?;
         let engine = match self.engine(&host, loaded, approve, lease, Arc::clone(&sink), &mcp) {
-            Ok(engine) => engine,
+            Ok(engine) => crate::trace::traced(engine, &run, &state.execution_history),
             Err(e) => {
                 mcp.shutdown().await;
                 return Err(e);
