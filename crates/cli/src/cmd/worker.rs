@@ -211,7 +211,9 @@ async fn work(ctx: Arc<Ctx>, job: Job) -> anyhow::Result<Outcome> {
             fence: lease.fence,
             lost: Arc::clone(&lost),
         }));
-    let prior = existing.as_ref().map_or(&[][..], |s| &s.execution_history[..]);
+    let prior = existing
+        .as_ref()
+        .map_or(&[][..], |s| &s.execution_history[..]);
     let engine = crate::trace::traced(engine, &run, prior);
     let result = match (existing, spec) {
         (Some(state), _) => {

@@ -16,14 +16,14 @@ use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use opentelemetry_otlp::WithExportConfig as _;
+use opentelemetry_otlp::{RetryPolicy, WithExportConfig as _, WithHttpConfig as _};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::trace::{
     BatchConfigBuilder, BatchSpanProcessor, SpanData, SpanExporter, SpanProcessor,
 };
-use stepwise_core::{Engine, RunId, Store};
 use stepwise_core::event::{Event, EventSink, SinkError};
+use stepwise_core::{Engine, RunId, Store};
 
 use spans::Spans;
 
@@ -79,10 +79,17 @@ pub(crate) fn init(content: bool) -> anyhow::Result<Option<Flush>> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let mut builder = opentelemetry_otlp::SpanExporter::builder()
         .with_http()
-        .with_protocol(opentelemetry_otlp::Protocol::HttpBinary);
-    let timeout_set = ["OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT"]
-        .iter()
-        .any(|var| std::env::var_os(var).is_some());
+        .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
+        // A failed batch is dropped, not retried: retries (up to ~1 s of
+        // backoff by default) would only delay the exit flush of a CLI run
+        // whose collector is down.
+        .with_retry_policy(RetryPolicy::disabled());
+    let timeout_set = [
+        "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT",
+        "OTEL_EXPORTER_OTLP_TIMEOUT",
+    ]
+    .iter()
+    .any(|var| std::env::var_os(var).is_some());
     if !timeout_set {
         builder = builder.with_timeout(EXPORT_TIMEOUT);
     }
@@ -104,7 +111,11 @@ pub(crate) fn init(content: bool) -> anyhow::Result<Option<Flush>> {
         endpoint,
         warned: AtomicBool::new(false),
     })
-    .with_batch_config(BatchConfigBuilder::default().with_max_queue_size(QUEUE).build())
+    .with_batch_config(
+        BatchConfigBuilder::default()
+            .with_max_queue_size(QUEUE)
+            .build(),
+    )
     .build();
     processor.set_resource(&resource);
     let _ = EXPORT.set(Export { processor, content });
@@ -141,7 +152,9 @@ pub(crate) async fn traced_from(engine: Engine, run: &RunId, store: &dyn Store) 
         Ok(prior) => traced(engine, run, &prior),
         Err(stepwise_core::store::StoreError::NotFound(_)) => traced(engine, run, &[]),
         Err(e) => {
-            crate::output::warn(&format!("run {run} is not traced: cannot read its events: {e}"));
+            crate::output::warn(&format!(
+                "run {run} is not traced: cannot read its events: {e}"
+            ));
             engine
         }
     }

@@ -257,7 +257,10 @@ impl Spans {
                         (step.tool.clone(), Json::Object(step.args.clone())),
                     );
                 }
-                let attrs = vec![KeyValue::new("stepwise.steps", int(plan.steps.len() as u64))];
+                let attrs = vec![KeyValue::new(
+                    "stepwise.steps",
+                    int(plan.steps.len() as u64),
+                )];
                 self.node(event, "validate_plan", attrs, &mut out);
             }
             EventKind::PlanInvalid { diagnostics } => {
@@ -297,7 +300,10 @@ impl Spans {
             }
             EventKind::Replanned { replan_count, .. } => {
                 self.replans = *replan_count;
-                let attrs = vec![KeyValue::new(STEPWISE_REPLAN_COUNT, i64::from(*replan_count))];
+                let attrs = vec![KeyValue::new(
+                    STEPWISE_REPLAN_COUNT,
+                    i64::from(*replan_count),
+                )];
                 self.node(event, "replan", attrs, &mut out);
             }
             EventKind::Synthesized { .. } => {
@@ -382,7 +388,10 @@ impl Spans {
                 );
             }
             EventKind::GapsNoted { gaps } => {
-                self.mark(event, vec![KeyValue::new("stepwise.gaps", int(gaps.len() as u64))]);
+                self.mark(
+                    event,
+                    vec![KeyValue::new("stepwise.gaps", int(gaps.len() as u64))],
+                );
             }
         }
         self.last_at = Some(at);
@@ -468,7 +477,10 @@ impl Spans {
         attrs.push(KeyValue::new(STEPWISE_NODE, node.name));
         attrs.push(KeyValue::new(OPENINFERENCE_SPAN_KIND, "CHAIN"));
         let events: Vec<StringValue> = node.events.iter().map(|e| (*e).into()).collect();
-        attrs.push(KeyValue::new(STEPWISE_EVENTS, Value::Array(Array::String(events))));
+        attrs.push(KeyValue::new(
+            STEPWISE_EVENTS,
+            Value::Array(Array::String(events)),
+        ));
         attrs.extend(node.attrs);
         out.push(self.span(
             node.id,
@@ -506,7 +518,13 @@ impl Spans {
 
     /// A step attempt ended: its tool call, the executor's model calls and
     /// the attempt itself.
-    fn end_attempt(&mut self, event: &Event, step: &str, ended: Ended<'_>, out: &mut Vec<SpanData>) {
+    fn end_attempt(
+        &mut self,
+        event: &Event,
+        step: &str,
+        ended: Ended<'_>,
+        out: &mut Vec<SpanData>,
+    ) {
         self.tool_calls += 1;
         let Some(attempt) = self.attempts.remove(step) else {
             return; // started before the log began to be traced
@@ -547,7 +565,10 @@ impl Spans {
         }
         let mut tool_start = attempt.start;
         let error = match ended {
-            Ended::Succeeded { duration_ms, output } => {
+            Ended::Succeeded {
+                duration_ms,
+                output,
+            } => {
                 let took = chrono::Duration::milliseconds(
                     i64::try_from(duration_ms).unwrap_or(i64::MAX / 2),
                 );
@@ -602,7 +623,13 @@ impl Spans {
 
     /// The process stops driving the run here (it ended, or waits for a
     /// person): everything open is sent, with the root the first time.
-    fn stop(&mut self, event: &Event, status: &str, error: Option<String>, out: &mut Vec<SpanData>) {
+    fn stop(
+        &mut self,
+        event: &Event,
+        status: &str,
+        error: Option<String>,
+        out: &mut Vec<SpanData>,
+    ) {
         self.close_node(out);
         self.close_wave_if_idle(out);
         let parent = self.parent();
@@ -725,7 +752,9 @@ impl Spans {
                     ),
                     KeyValue::new(
                         GEN_AI_RESPONSE_FINISH_REASONS,
-                        Value::Array(Array::String(vec![response.finish_reason.to_string().into()])),
+                        Value::Array(Array::String(vec![
+                            response.finish_reason.to_string().into(),
+                        ])),
                     ),
                 ]);
                 if !response.model.is_empty() {

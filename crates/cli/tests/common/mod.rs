@@ -50,8 +50,13 @@ impl Scratch {
 }
 
 /// The environment variables a command starts without: they would pick a
-/// model, a provider or its key, a database, a failpoint, a delay or a width.
-const REMOVED: [&str; 12] = [
+/// model, a provider or its key, a database, a failpoint, a delay, a width,
+/// or a trace collector (a test's spans never go to the user's).
+const REMOVED: [&str; 16] = [
+    "OTEL_EXPORTER_OTLP_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+    "OTEL_SERVICE_NAME",
+    "STEPWISE_TRACE_CONTENT",
     "STEPWISE_MODEL",
     "STEPWISE_FAILPOINT",
     "STEPWISE_TOOL_DELAY_MS",
