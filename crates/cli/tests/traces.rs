@@ -402,6 +402,84 @@ fn phoenix_receives_the_span_tree_with_genai_attributes_and_the_runs_tokens() {
             .contains("latency-budget")
     );
 
+    // A crash mid-step (the process aborts after writing `step_started`),
+    // then a resume: one trace whose root the resuming process sends, the
+    // cut attempt as an error, the retry under the same wave, no orphan.
+    let crash = Stepwise::new()
+        .current_dir(env.dir.path())
+        .db(&env.dir.db())
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", phoenix.endpoint())
+        .env("STEPWISE_FAILPOINT", "abort-after-writes=8")
+        .args([
+            "run",
+            "What is our latency budget?",
+            "--notes",
+            notes().to_str().unwrap(),
+        ])
+        .args([
+            "--model",
+            "script:script.json",
+            "--run-id",
+            "run_crash",
+            "--quiet",
+        ])
+        .run();
+    assert_ne!(
+        crash.code, 0,
+        "the failpoint did not abort: {}",
+        crash.stderr
+    );
+    let shown = env.stepwise(None, &["show", "run_crash", "--json"]).json();
+    let last = shown["execution_history"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(
+        last["kind"], "step_started",
+        "the crash is mid-step: {last:#}"
+    );
+    let rest = json!(script().as_array().unwrap()[1..].to_vec());
+    std::fs::write(env.dir.path().join("script.json"), rest.to_string()).unwrap();
+    let resumed = env.stepwise(
+        Some(&phoenix.endpoint()),
+        &["resume", "run_crash", "--json", "--quiet"],
+    );
+    assert_eq!(resumed.code, 0, "{}{}", resumed.stdout, resumed.stderr);
+    std::fs::write(env.dir.path().join("script.json"), script().to_string()).unwrap();
+    let v = resumed.json();
+    assert_eq!(v["status"], "ok");
+    let spans = phoenix.spans(&trace_of("run_crash"), has_root);
+    let ids = by_id(&spans);
+    assert_eq!(named(&spans, "run").len(), 1, "{spans:#?}");
+    assert!(
+        named(&spans, "resume").is_empty(),
+        "the root was not sent before the crash"
+    );
+    let root = named(&spans, "run")[0];
+    assert_eq!(
+        root["attributes"]["gen_ai.usage.input_tokens"],
+        v["usage"]["input_tokens"]
+    );
+    let mut attempts = named(&spans, "execute_step");
+    attempts.sort_by_key(|s| s["attributes"]["stepwise.attempt"].as_i64());
+    assert_eq!(attempts.len(), 2, "{spans:#?}");
+    assert_eq!(attempts[0]["status_code"], "ERROR");
+    assert_eq!(attempts[0]["attributes"]["error.type"], "interrupted");
+    assert_eq!(attempts[1]["status_code"], "UNSET");
+    assert_eq!(
+        attempts[0]["parent_id"], attempts[1]["parent_id"],
+        "one wave"
+    );
+    for span in &spans {
+        let parent = span["parent_id"].as_str();
+        assert!(
+            parent.is_none_or(|p| ids.contains_key(p)),
+            "orphan: {span:#}"
+        );
+    }
+
     // A run that waits for an approval, then is resumed by another process:
     // one trace, the root sent once, the resume under it.
     let ws = env.dir.path().join("ws");
