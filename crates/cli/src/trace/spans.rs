@@ -248,6 +248,9 @@ impl Spans {
                 let attrs = vec![KeyValue::new(STEPWISE_STRATEGY, strategy.clone())];
                 self.node(event, "choose_strategy", attrs, &mut out);
             }
+            EventKind::StrategyEscalated { .. } => {
+                self.node(event, "escalate_strategy", vec![], &mut out);
+            }
             EventKind::PlanCreated { .. } => self.node(event, "create_plan", vec![], &mut out),
             EventKind::PlanValidated { plan } => {
                 self.plan_version = Some(plan.version);
