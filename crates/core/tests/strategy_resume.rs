@@ -153,6 +153,7 @@ fn stable(state: &RunState) -> Value {
         "stop": state.stop_condition,
         "summaries": state.step_summaries,
         "verifications": state.verification_history.len(),
+        "assessed": state.execution_history.iter().filter(|e| e.kind.name() == "assessed").count(),
     })
 }
 

@@ -177,6 +177,8 @@ fn unassessed(state: &RunState) -> Vec<(StepId, StepOutcome)> {
                 pending.push((step.clone(), StepOutcome::Failed(failure)));
             }
             EventKind::Assessed { step, .. } => pending.retain(|(s, _)| s != step),
+            // ReAct's calls before the router's escalation are never assessed.
+            EventKind::StrategyEscalated { .. } => pending.clear(),
             _ => {}
         }
     }
