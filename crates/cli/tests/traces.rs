@@ -104,16 +104,8 @@ impl Phoenix {
 
     /// GET `path`, the body if 200.
     fn get(&self, path: &str) -> Option<String> {
-        use std::io::{Read, Write};
-        let mut stream = std::net::TcpStream::connect(("127.0.0.1", self.http)).ok()?;
-        stream
-            .set_read_timeout(Some(Duration::from_secs(10)))
-            .ok()?;
-        write!(stream, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
-        let mut text = String::new();
-        stream.read_to_string(&mut text).ok()?;
-        let (head, body) = text.split_once("\r\n\r\n")?;
-        head.starts_with("HTTP/1.1 200").then(|| body.to_owned())
+        let (status, body) = http(self.http, "GET", path, None)?;
+        (status == 200).then_some(body)
     }
 
     /// The spans of `trace` Phoenix holds, once `until` holds for them.
@@ -149,6 +141,100 @@ impl Drop for Phoenix {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// One HTTP/1.0 request to 127.0.0.1:`port`: the status and the body.
+fn http(port: u16, method: &str, path: &str, json: Option<&Value>) -> Option<(u16, String)> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .ok()?;
+    let body = json.map(Value::to_string).unwrap_or_default();
+    let head = format!(
+        "{method} {path} HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).ok()?;
+    stream.write_all(body.as_bytes()).ok()?;
+    let mut text = String::new();
+    stream.read_to_string(&mut text).ok()?;
+    let (head, body) = text.split_once("\r\n\r\n")?;
+    let status = head.split_whitespace().nth(1)?.parse().ok()?;
+    Some((status, body.to_owned()))
+}
+
+/// `stepwise serve` exports the runs it drives: the same tree, under the
+/// run id the server gave.
+fn served_run_is_traced(phoenix: &Phoenix) {
+    let site = Scratch::new("traces", "serve");
+    let tiny = site.path().join("roots/tiny");
+    std::fs::create_dir_all(&tiny).unwrap();
+    std::fs::copy(
+        notes().join("latency-budget.txt"),
+        tiny.join("latency-budget.txt"),
+    )
+    .unwrap();
+    std::fs::write(
+        site.path().join("stepwise.toml"),
+        "[serve]\nnotes_roots = [\"roots\"]\n",
+    )
+    .unwrap();
+    let mut server = Stepwise::new()
+        .current_dir(site.path())
+        .db(&site.db())
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", phoenix.endpoint())
+        .args(["serve", "--listen", "127.0.0.1:0", "--insecure-no-auth"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn();
+    let mut line = String::new();
+    let mut stdout = std::io::BufReader::new(server.take_stdout().unwrap());
+    std::io::BufRead::read_line(&mut stdout, &mut line).unwrap();
+    let port: u16 = line
+        .trim()
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no address printed: {line:?}"));
+    let goal = json!({"goal": "What is the latency budget for the first token?", "notes": "tiny"});
+    let (status, body) = http(port, "POST", "/v1/runs", Some(&goal)).unwrap();
+    assert_eq!(status, 202, "{body}");
+    let run = serde_json::from_str::<Value>(&body).unwrap()["run_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let spans = phoenix.spans(&trace_of(&run), has_root);
+    let ids = by_id(&spans);
+    let root = named(&spans, "run")[0];
+    assert_eq!(root["attributes"]["stepwise.run_id"], run.as_str());
+    assert_eq!(root["attributes"]["stepwise.status"], "ok");
+    let (_, shown) = http(port, "GET", &format!("/v1/runs/{run}"), None).unwrap();
+    let shown: Value = serde_json::from_str(&shown).unwrap();
+    assert_eq!(
+        root["attributes"]["stepwise.tool_calls"],
+        shown["usage"]["tool_calls"]
+    );
+    let mut tools = 0;
+    for tool in spans
+        .iter()
+        .filter(|s| s["attributes"]["gen_ai.operation.name"] == "execute_tool")
+    {
+        let step = ids[tool["parent_id"].as_str().unwrap()];
+        assert_eq!(step["name"], "execute_step");
+        assert_eq!(parent_name(&ids, step), "dispatch_wave");
+        tools += 1;
+    }
+    assert_eq!(json!(tools), shown["usage"]["tool_calls"], "{spans:#?}");
+    for node in [
+        "prepare_input",
+        "create_plan",
+        "validate_plan",
+        "synthesize_report",
+    ] {
+        assert_eq!(named(&spans, node).len(), 1, "{node}: {spans:#?}");
+    }
+    server.kill();
 }
 
 /// The trace id Stepwise derives from a run id (hex).
@@ -401,6 +487,8 @@ fn phoenix_receives_the_span_tree_with_genai_attributes_and_the_runs_tokens() {
             .unwrap()
             .contains("latency-budget")
     );
+
+    served_run_is_traced(&phoenix);
 
     // A crash mid-step (the process aborts after writing `step_started`),
     // then a resume: one trace whose root the resuming process sends, the
