@@ -590,6 +590,17 @@ async fn a_run_is_submitted_listed_and_read_as_show_json_prints_it() {
     let mut newest_first = ids.clone();
     newest_first.reverse();
     assert_eq!(listed, newest_first);
+    // The list names each run's strategy; without a price, no cost.
+    let page = server.get("/v1/runs?limit=200", ACME).await;
+    let item = page.body["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["run_id"] == ids[0].as_str())
+        .unwrap()
+        .clone();
+    assert_eq!(item["strategy"], "plan-execute", "{item}");
+    assert!(item["cost_usd"].is_null(), "{item}");
     let ok = server.get("/v1/runs?status=ok", ACME).await;
     assert!(
         ok.body["runs"]
@@ -1302,6 +1313,18 @@ async fn runs_beyond_max_running_wait_queued_and_metrics_count_them() {
     server
         .wait_for(GLOBEX, &ids[2], &["ok", "needs_review"])
         .await;
+    // With a price, the list's cost is the run's own `cost.usd`.
+    let list = server.get("/v1/runs", ACME).await;
+    for item in list.body["runs"].as_array().unwrap() {
+        let run = server
+            .get(
+                &format!("/v1/runs/{}", item["run_id"].as_str().unwrap()),
+                ACME,
+            )
+            .await;
+        assert!(run.body["cost"]["usd"].is_f64(), "{:?}", run.body["cost"]);
+        assert_eq!(item["cost_usd"], run.body["cost"]["usd"], "{item}");
+    }
     // A run paused for an approval is counted as pending.
     let paused = server
         .submit(

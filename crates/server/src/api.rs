@@ -381,6 +381,13 @@ pub struct RunItem {
     /// Who holds the run's lease now (this server, a `stepwise` command or
     /// a worker, as `host:pid`), if anyone does.
     pub held_by: Option<String>,
+    /// The strategy it runs with (as `run_started` recorded it).
+    #[serde(default)]
+    pub strategy: String,
+    /// What its model calls cost so far, in US dollars: the `cost.usd` of
+    /// `GET /v1/runs/{id}`; absent when the server has no price for its model.
+    #[serde(default)]
+    pub cost_usd: Option<f64>,
 }
 
 /// A page of runs, newest first.
@@ -606,6 +613,7 @@ async fn list(
             next_cursor = runs.last().map(|r: &RunItem| r.run_id.clone());
             break;
         }
+        let (strategy, cost_usd) = shared.list_extras(&s.run_id, s.last_seq).await;
         runs.push(RunItem {
             run_id: s.run_id.to_string(),
             goal: s.goal,
@@ -618,6 +626,8 @@ async fn list(
             tokens: s.tokens,
             last_seq: s.last_seq,
             held_by: s.held_by,
+            strategy,
+            cost_usd,
         });
     }
     Ok(Json(RunList { runs, next_cursor }))
@@ -973,6 +983,7 @@ pub(crate) fn router(state: AppState) -> (axum::Router, OpenApi) {
                 ..Tag::default()
             })
         })
+        .merge(crate::dashboard::routes())
         .route("/v1/openapi.json", axum::routing::get(openapi))
         .route("/metrics", axum::routing::get(metrics))
         .fallback(not_found)

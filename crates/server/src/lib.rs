@@ -22,12 +22,14 @@
 //!   on shutdown the runs in flight stop at their last checkpoint and are
 //!   resumed when the server starts again.
 //!
-//! `/` is left free for the dashboard.
+//! - `/`: the dashboard ([`dashboard`]), a page embedded in the binary that
+//!   reads the same API with the same token.
 
 mod act;
 mod api;
 mod auth;
 mod config;
+pub mod dashboard;
 mod error;
 mod events;
 mod hub;
@@ -69,6 +71,9 @@ use crate::hub::Hub;
 use crate::jobs::Jobs;
 use crate::metrics::Metrics;
 
+/// A listed run's strategy and cost (`None`: no price for its model).
+type ListExtras = (String, Option<f64>);
+
 /// Where the server's log lines go (`stepwise serve`: stderr).
 pub type Log = Arc<dyn Fn(&str) + Send + Sync>;
 
@@ -105,6 +110,8 @@ pub(crate) struct Shared {
     tenants: Mutex<HashMap<RunId, Option<String>>>,
     /// Approvals pending per run at rest, by the run's last seq.
     pending: Mutex<HashMap<RunId, (u64, u64)>>,
+    /// The list's strategy and cost of each run, by the run's last seq.
+    extras: Mutex<HashMap<RunId, (u64, ListExtras)>>,
     streams: AtomicUsize,
     shutdown: watch::Sender<bool>,
     openapi: OnceLock<Bytes>,
@@ -218,6 +225,35 @@ impl Shared {
                     },
                 )
             })
+    }
+
+    /// A listed run's strategy and cost: read from its output (the same
+    /// `cost` as `GET /v1/runs/{id}`), once per change of the run.
+    async fn list_extras(&self, run: &RunId, last_seq: u64) -> ListExtras {
+        let cached = self
+            .extras
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(run)
+            .filter(|(seq, _)| *seq == last_seq)
+            .map(|(_, extras)| extras.clone());
+        if let Some(extras) = cached {
+            return extras;
+        }
+        let Ok(state) = self.store.state(run).await else {
+            return (String::new(), None);
+        };
+        let cost = self.launcher.output(&state).ok().and_then(|output| {
+            output
+                .pointer("/cost/usd")
+                .and_then(serde_json::Value::as_f64)
+        });
+        let extras = (state.strategy.clone(), cost);
+        self.extras
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(run.clone(), (last_seq, extras.clone()));
+        extras
     }
 
     /// The text of `/metrics`.
@@ -358,6 +394,7 @@ impl Server {
             limits: config.limits,
             tenants: Mutex::new(HashMap::new()),
             pending: Mutex::new(HashMap::new()),
+            extras: Mutex::new(HashMap::new()),
             streams: AtomicUsize::new(0),
             shutdown: watch::channel(false).0,
             openapi: OnceLock::new(),
