@@ -18,13 +18,7 @@ impl Dir {
     fn new(name: &str) -> Self {
         let scratch = Scratch::new("approval", name);
         let p = scratch.path();
-        let plan = json!({"steps": [
-            {"id": "find", "description": "Find the latency budget", "tool": "search_notes",
-             "args": {"query": "latency budget first token"}, "acceptance_criteria": ["a passage"]},
-            {"id": "save", "description": "Save it", "tool": "write_file", "depends_on": ["find"],
-             "args": {"path": "latency.md", "content": "${find.output.results[0].passages[0]}"},
-             "acceptance_criteria": ["written"]}
-        ]});
+        let plan = common::save_plan();
         std::fs::write(p.join("plan.json"), plan.to_string()).unwrap();
         Self(scratch)
     }

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 
 mod common;
 
-use common::{Running, Scratch, Stepwise};
+use common::{Running, Scratch, Stepwise, save_plan};
 
 const TOKEN: &str = "acme-dashboard-token-0123456789";
 const CHROMIUM: &str = "/usr/bin/chromium";
@@ -118,13 +118,7 @@ fn a_run_is_submitted_watched_and_approved_from_the_page_in_headless_chromium() 
     browser_prerequisites();
     let site = site("browser");
     let (mut server, url) = serve(&site, &[]);
-    let plan = json!({"steps": [
-        {"id": "find", "description": "Find the latency budget", "tool": "search_notes",
-         "args": {"query": "latency budget first token"}, "acceptance_criteria": ["a passage"]},
-        {"id": "save", "description": "Save it", "tool": "write_file", "depends_on": ["find"],
-         "args": {"path": "latency.md", "content": "${find.output.results[0].passages[0]}"},
-         "acceptance_criteria": ["written"]}
-    ]});
+    let plan = save_plan();
     let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("dashboard");
     std::fs::create_dir_all(&out_dir).unwrap();
     let screenshot = out_dir.join("run-page.png");
@@ -203,12 +197,27 @@ fn a_run_is_submitted_watched_and_approved_from_the_page_in_headless_chromium() 
         .collect();
     assert!(!lags.is_empty(), "no event was seen live: {seen}");
     lags.sort_by(f64::total_cmp);
+    let mut steps: Vec<f64> = seen["latency"]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["lag_ms"].as_f64().unwrap())
+        .collect();
+    steps.sort_by(f64::total_cmp);
     eprintln!(
-        "event appended -> row drawn: {} events, median {:.1} ms, p95 {:.1} ms, max {:.1} ms; screenshot {}",
+        "event appended -> row drawn: {} events, median {:.1} ms, p95 {:.1} ms, max {:.1} ms; \
+         step event -> status drawn in the graph: {} changes, median {:.1} ms, max {:.1} ms; screenshot {}",
         lags.len(),
         percentile(&lags, 0.5),
         percentile(&lags, 0.95),
         lags[lags.len() - 1],
+        steps.len(),
+        if steps.is_empty() {
+            f64::NAN
+        } else {
+            percentile(&steps, 0.5)
+        },
+        steps.last().copied().unwrap_or(f64::NAN),
         screenshot.display()
     );
 }
@@ -241,6 +250,7 @@ async fn the_page_needs_no_token_and_every_api_route_still_does() {
     let site = site("assets");
     let (_server, url) = serve(&site, &[]);
     let http = reqwest::Client::new();
+    let mut app = String::new();
     for (path, kind) in [
         ("/", "text/html"),
         ("/dashboard/app.js", "text/javascript"),
@@ -259,16 +269,11 @@ async fn the_page_needs_no_token_and_every_api_route_still_does() {
         assert!(!headers.contains_key("set-cookie"), "{path}");
         let body = res.text().await.unwrap();
         assert!(!body.contains("acme"), "{path} holds no tenant data");
+        if path.ends_with("app.js") {
+            app = body;
+        }
     }
     // The page is embedded: it names no other origin.
-    let app = http
-        .get(format!("{url}/dashboard/app.js"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
     let app = app.replace("http://www.w3.org/2000/svg", "SVG_NAMESPACE");
     assert!(
         !app.contains("http://") && !app.contains("https://") && !app.contains("//cdn"),

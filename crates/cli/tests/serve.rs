@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 
 mod common;
 
-use common::{Running, Scratch, Stepwise};
+use common::{Running, Scratch, Stepwise, save_plan};
 
 const ACME: &str = "acme-token-0123456789";
 const GLOBEX: &str = "globex-token-0123456789";
@@ -379,17 +379,6 @@ fn run_body(notes: &str) -> Value {
         "Should our team adopt retrieval-augmented generation for customer support?"
     };
     json!({"goal": goal, "notes": notes})
-}
-
-/// A plan that searches, then writes what it found (a side effect).
-fn save_plan() -> Value {
-    json!({"steps": [
-        {"id": "find", "description": "Find the latency budget", "tool": "search_notes",
-         "args": {"query": "latency budget first token"}, "acceptance_criteria": ["a passage"]},
-        {"id": "save", "description": "Save it", "tool": "write_file", "depends_on": ["find"],
-         "args": {"path": "latency.md", "content": "${find.output.results[0].passages[0]}"},
-         "acceptance_criteria": ["written"]}
-    ]})
 }
 
 /// The seqs of the events of a run, as the JSON page lists them.

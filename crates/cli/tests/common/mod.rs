@@ -22,7 +22,7 @@ use std::process::{
 };
 use std::sync::Arc;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 /// A fresh folder under the system temp dir, removed when dropped.
 pub(crate) struct Scratch(tempfile::TempDir);
@@ -429,4 +429,17 @@ pub(crate) fn attempts_uninterrupted(v: &Value, step: &str) -> u64 {
         .filter(|e| e["kind"] == "step_interrupted" && e["step"] == step)
         .count() as u64;
     v["step_results"][step]["attempts"].as_u64().unwrap() - cut
+}
+
+/// A plan that searches the notes for the latency budget, then writes the
+/// first passage it found to `latency.md`: a side effect, so the run waits
+/// for an approval of that `write_file` step.
+pub(crate) fn save_plan() -> Value {
+    json!({"steps": [
+        {"id": "find", "description": "Find the latency budget", "tool": "search_notes",
+         "args": {"query": "latency budget first token"}, "acceptance_criteria": ["a passage"]},
+        {"id": "save", "description": "Save it", "tool": "write_file", "depends_on": ["find"],
+         "args": {"path": "latency.md", "content": "${find.output.results[0].passages[0]}"},
+         "acceptance_criteria": ["written"]}
+    ]})
 }
