@@ -203,7 +203,8 @@ function runsView() {
       h('td', { class: 'num' }, r.replans),
       h('td', { class: 'num' }, r.tokens),
       h('td', { class: 'num' }, usd(r.cost_usd)),
-      h('td', { class: 'num', title: r.started_at }, age(r.started_at)))));
+      h('td', { class: 'num', title: r.started_at }, age(r.started_at)),
+      h('td', { class: 'muted' }, r.held_by || ''))));
     put(more,
       rows.length ? '' : 'No runs match.',
       cursor ? h('a', { href: '#/', onclick: () => { cursor = ''; } }, ' first page') : '',
@@ -226,7 +227,7 @@ function runsView() {
       h('h2', {}, 'Runs ', h('small', { class: 'muted' }, `(refreshed every ${LIST_POLL_MS / 1000} s)`)),
       h('div', { class: 'filters' }, status, ' ', text),
       h('table', { id: 'runs' },
-        h('thead', {}, h('tr', {}, ['run', 'status', 'goal', 'strategy', 'steps', 'replans', 'tokens', 'cost', 'age'].map((c) => h('th', {}, c)))),
+        h('thead', {}, h('tr', {}, ['run', 'status', 'goal', 'strategy', 'steps', 'replans', 'tokens', 'cost', 'age', 'held by'].map((c) => h('th', {}, c)))),
         body),
       more));
   tick();
