@@ -391,6 +391,55 @@ fn write_plan() -> Value {
 }
 
 #[test]
+fn a_plan_with_nothing_citable_names_that_gap_instead_of_saying_none() {
+    // Found with a plan of MCP file tools: no search step, so no section,
+    // and the gap list said "None: every section found evidence".
+    let dir = Dir::new("nothing-citable");
+    let plan = dir.file(
+        "plan.json",
+        &json!({"steps": [{"id": "save", "description": "Save a note", "tool": "write_file",
+            "args": {"path": "out.md", "content": "A: 120, B: 90"},
+            "acceptance_criteria": ["written"]}]})
+        .to_string(),
+    );
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    let ws = ws.display().to_string();
+    let out = run(
+        &dir,
+        "What does each vendor cost per seat?",
+        &[
+            "--plan",
+            &plan,
+            "--workspace",
+            &ws,
+            "--approve",
+            "auto",
+            "--run-id",
+            "run_w",
+            "--quiet",
+        ],
+    );
+    assert_eq!(out.code, 3, "{}{}", out.stdout, out.stderr);
+    let md = &out.stdout;
+    assert!(!md.contains("None:"), "{md}");
+    assert!(
+        md.contains("nothing the steps returned could be cited"),
+        "{md}"
+    );
+    let v = show(&dir, "run_w");
+    assert_eq!(v["status"], "needs_review");
+    let gaps = v["knowledge_gaps"].as_array().unwrap();
+    assert!(
+        gaps.iter().any(|g| g
+            .as_str()
+            .unwrap()
+            .starts_with("nothing the steps returned could be cited")),
+        "{gaps:?}"
+    );
+}
+
+#[test]
 fn a_given_plan_with_an_unavailable_tool_stops_with_the_diagnostic_and_its_fix() {
     let dir = Dir::new("plan-tool");
     let plan = dir.file("plan.json", &write_plan().to_string());

@@ -200,6 +200,9 @@ fn not_searched(state: &RunState, dimension: &str) -> String {
     }
 }
 
+/// The gap of a report with no section and nothing cited.
+const NOTHING_CITABLE: &str = "nothing the steps returned could be cited: the offline synthesizer quotes the notes that search_notes and read_note steps return, and no such step found anything";
+
 #[async_trait]
 impl Synthesizer for OfflineSynthesizer {
     async fn synthesize(&self, state: &RunState) -> Result<Reply<Report>, RoleError> {
@@ -275,6 +278,14 @@ impl Synthesizer for OfflineSynthesizer {
             if !gaps.contains(g) {
                 gaps.push(g.clone());
             }
+        }
+        if evidence_list.is_empty() && gaps.is_empty() {
+            // No section asked anything (a plan of other tools, say), so no
+            // section can be missing — but nothing is cited either, and
+            // "None" would claim the opposite.
+            let gap = NOTHING_CITABLE.to_owned();
+            gaps.push(gap.clone());
+            own_gaps.push(gap);
         }
         text.push_str("\n## Unresolved gaps\n\n");
         if gaps.is_empty() {
