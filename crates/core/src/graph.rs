@@ -4,7 +4,7 @@
 //!
 //! ```mermaid
 //! flowchart TD
-//!     START --> prepare_input --> create_plan --> validate_plan
+//!     START --> prepare_input --> choose_strategy --> create_plan --> validate_plan
 //!     prepare_input -->|empty or meaningless goal| END
 //!     validate_plan -->|valid| review_plan
 //!     validate_plan -->|repairable, attempts left| repair_plan --> validate_plan
@@ -26,13 +26,14 @@
 //!     select_next_step -->|verified: all steps done| verify
 //!     verify -->|weak or missing, no stop condition| replan
 //!     verify -->|a stop condition holds| synthesize_report
-//!     prepare_input -->|react strategies| act
+//!     choose_strategy -->|react strategies| act
 //!     act -->|tool call| execute_step --> act
 //!     act -->|answer, or the cap or budget reached| synthesize_report
 //!     verify -->|unusable verdict| mark_needs_review
 //!     act -->|unusable action| mark_needs_review
 //!     act -->|side-effect call without approval| await_approval
 //!     synthesize_report -->|the report cites no evidence| mark_needs_review
+//!     act -->|router: the cap reached, escalate| create_plan
 //! ```
 //!
 //! `verify` and `act` belong to other strategies on the same skeleton
@@ -51,6 +52,9 @@ use std::fmt;
 pub enum Node {
     /// Normalise the input; reject an empty goal.
     PrepareInput,
+    /// Ask the strategy (a router may ask a model) how to drive the run:
+    /// the planning graph, or ReAct's act loop.
+    ChooseStrategy,
     /// Ask the planner for a plan.
     CreatePlan,
     /// Check the draft; adopt it or send it to repair.
@@ -86,6 +90,7 @@ impl Node {
     pub fn name(self) -> &'static str {
         match self {
             Self::PrepareInput => "prepare_input",
+            Self::ChooseStrategy => "choose_strategy",
             Self::CreatePlan => "create_plan",
             Self::ValidatePlan => "validate_plan",
             Self::RepairPlan => "repair_plan",
@@ -111,11 +116,13 @@ impl fmt::Display for Node {
 }
 
 /// Every edge of the graph.
-pub const EDGES: [(Node, Node); 35] = {
+pub const EDGES: [(Node, Node); 36] = {
     use Node::*;
     [
-        (PrepareInput, CreatePlan),
+        (PrepareInput, ChooseStrategy),
         (PrepareInput, End),
+        (ChooseStrategy, CreatePlan),
+        (ChooseStrategy, Act),
         (CreatePlan, ValidatePlan),
         (ValidatePlan, ReviewPlan),
         (ValidatePlan, RepairPlan),
@@ -140,7 +147,6 @@ pub const EDGES: [(Node, Node); 35] = {
         (SelectNextStep, Verify),
         (Verify, Replan),
         (Verify, SynthesizeReport),
-        (PrepareInput, Act),
         (Act, ExecuteStep),
         (ExecuteStep, Act),
         (Act, SynthesizeReport),

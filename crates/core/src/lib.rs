@@ -36,6 +36,7 @@
 //! # });
 //! ```
 
+pub mod cursor;
 pub mod decision;
 pub mod engine;
 pub mod event;

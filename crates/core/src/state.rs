@@ -187,6 +187,12 @@ pub struct RunState {
     /// The last failure message of each step that failed.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub step_failures: BTreeMap<StepId, String>,
+    /// Where the graph stands between events: the decision held until
+    /// in-flight steps finish. Folded from the log like the rest (so left
+    /// out of the JSON, which holds the log).
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub cursor: crate::cursor::Cursor,
     /// Where the plan's steps sit, for lookups by id: a cache, not state.
     #[serde(skip)]
     pub(crate) index: crate::scheduler::PlanIndex,
@@ -317,6 +323,9 @@ impl RunState {
         if matches!(event.kind, EventKind::RunStarted { .. }) != (expected == 1) {
             return Err(StateError::NotStarted);
         }
+        // What a resume goes on from: how the run stopped.
+        let was = matches!(event.kind, EventKind::RunResumed { .. })
+            .then(|| (self.status, self.blocked_reason.clone()));
         match &event.kind {
             EventKind::RunStarted {
                 run_id,
@@ -588,6 +597,22 @@ impl RunState {
                 self.blocked_reason = Some(format!("cancelled: {reason}"));
             }
         }
+        let resumed = was.as_ref().map(|(status, reason)| {
+            let was_review = *status == RunStatus::NeedsReview;
+            crate::cursor::Resumed {
+                review: reason.as_deref().filter(|_| was_review),
+                was_review,
+                replans: matches!(
+                    self.driver.unwrap_or(crate::decision::Driver::PLAN_EXECUTE),
+                    crate::decision::Driver::Graph {
+                        replanning: true,
+                        ..
+                    }
+                ),
+                plan_done: self.plan.steps.iter().all(|s| s.status.is_final()),
+            }
+        });
+        self.cursor.apply(&event.kind, resumed);
         if let Some(first) = self.execution_history.first() {
             let elapsed = (event.at - first.at).num_milliseconds();
             self.usage.wall_time_ms = u64::try_from(elapsed).unwrap_or(0);

@@ -119,8 +119,8 @@ pub(super) enum Gate {
     Open,
     /// Waiting for a person.
     Wait,
-    /// Refused.
-    Denied(String),
+    /// Refused (recorded; the fold holds the refusal as the decision).
+    Denied,
 }
 
 impl Run<'_> {
@@ -175,14 +175,13 @@ impl Run<'_> {
                 Ok(Gate::Open)
             }
             ApprovalDecision::Deny { by, reason } => {
-                let why = format!("{by} refused step {id}: {reason}");
                 self.record(EventKind::ApprovalDenied {
                     step: id.clone(),
                     reason,
                     by,
                 })
                 .await?;
-                Ok(Gate::Denied(why))
+                Ok(Gate::Denied)
             }
             ApprovalDecision::Defer => {
                 self.awaiting.push(id.clone());
@@ -201,7 +200,7 @@ impl Run<'_> {
         })
         .await?;
         debug_assert_eq!(self.state.status, RunStatus::AwaitingApproval);
-        Ok(Ok(Node::End))
+        Ok(Node::End.into())
     }
 
     /// Records a side-effect call's outcome against its idempotency key.

@@ -8,7 +8,7 @@ use crate::ids::StepId;
 use crate::roles::{AssessRequest, Reply, RoleError, RoleName, StepOutcome, Verdict};
 use crate::usage::Usage;
 
-use super::{EngineError, NodeResult, Run, decide};
+use super::{Command, EngineError, Halt, NodeResult, Run, decide};
 
 impl Run<'_> {
     pub(super) async fn assess_progress(&mut self) -> NodeResult {
@@ -61,12 +61,9 @@ impl Run<'_> {
             } else {
                 self.engine.roles.assessor.assess_wave(requests).await
             };
-            let reply = match self.answer(RoleName::Assessor, answer).await? {
-                Ok(r) => r,
-                Err(e) => return Ok(Err(e)),
-            };
+            let reply = self.answer(RoleName::Assessor, answer).await?;
             if reply.value.len() != wave.len() {
-                return Ok(Err(RoleError::Malformed {
+                return Err(Halt::Role(RoleError::Malformed {
                     role: RoleName::Assessor,
                     message: format!(
                         "{} assessment(s) for {} step(s)",
@@ -85,19 +82,21 @@ impl Run<'_> {
                     .await?;
             }
         }
-        if (self.held.is_some() || !self.unjudged.is_empty()) && self.busy() {
+        let held = decide::held(&self.state);
+        if (held.is_some() || !self.unjudged.is_empty()) && self.busy() {
             // Let in-flight steps finish (and be recorded) before acting.
-            return Ok(Ok(Node::SelectNextStep));
+            return Ok(Node::SelectNextStep.into());
         }
-        match self.held.take() {
-            Some((decision, reason)) => self.act_on(decision, reason).await,
-            None => Ok(Ok(Node::SelectNextStep)),
-        }
+        let command = match held {
+            Some((decision, reason)) => decide::on_held(&self.state, decision, reason),
+            None => Command::go(Node::SelectNextStep),
+        };
+        self.perform(command).await
     }
 
     /// Records the verdict on one finished step — the assessment as the
-    /// outcome, the strategy and the token budget let it stand — and holds
-    /// it if it is the strongest so far.
+    /// outcome, the strategy and the token budget let it stand. The fold
+    /// holds it if it is the strongest so far (see [`Cursor`](crate::cursor::Cursor)).
     async fn record_assessment(
         &mut self,
         id: &StepId,
@@ -129,53 +128,12 @@ impl Run<'_> {
             step: id.clone(),
             acceptance_met: assessment.acceptance_met,
             verdict,
-            reason: reason.clone(),
+            reason,
             new_gaps: assessment.new_gaps,
             resolved_gaps: assessment.resolved_gaps,
             observations: assessment.observations,
             usage,
         })
-        .await?;
-        self.held = decide::stronger(self.held.take(), verdict, reason);
-        Ok(())
-    }
-
-    /// Takes a decision held until nothing was in flight.
-    pub(super) async fn act_on(&mut self, decision: Verdict, reason: String) -> NodeResult {
-        match decision {
-            Verdict::Continue => Ok(Ok(Node::SelectNextStep)),
-            Verdict::Synthesize => Ok(Ok(Node::SynthesizeReport)),
-            Verdict::NeedsReview => {
-                self.review_reason = reason;
-                Ok(Ok(Node::MarkNeedsReview))
-            }
-            Verdict::Replan => self.guard_replan(reason).await,
-        }
-    }
-
-    /// `max_replans` and `max_steps` always end the loop.
-    pub(super) async fn guard_replan(&mut self, reason: String) -> NodeResult {
-        match decide::replan_guard(&self.state, reason) {
-            decide::ReplanGuard::Replan(reason) => {
-                self.replan_reason = reason;
-                Ok(Ok(Node::Replan))
-            }
-            // Seed 000: past the replan cap, ask the person to simplify.
-            decide::ReplanGuard::Stop {
-                condition,
-                detail,
-                review,
-            } => {
-                self.review_reason = review;
-                self.record(EventKind::StopConditionMet {
-                    condition,
-                    detail,
-                    gaps: Vec::new(),
-                    usage: crate::usage::Usage::default(),
-                })
-                .await?;
-                Ok(Ok(Node::MarkNeedsReview))
-            }
-        }
+        .await
     }
 }

@@ -5,12 +5,12 @@
 //! perform the answer — record its events, go to its node. So every branch
 //! of the planning graph can be tested with a state and an outcome alone.
 
-use crate::decision::{Assessment, Verdict};
+use crate::decision::{Assessment, Driver, Report, Verdict, VerifyPolicy};
 use crate::plan::Step;
 use crate::plan::criteria::{Check, Criterion, all_typed};
 
 use super::AssessMode;
-use crate::event::StopCondition;
+use crate::event::{Brief, EventKind, StopCondition};
 use crate::failure::StepFailure;
 use crate::graph::Node;
 use crate::ids::StepId;
@@ -19,6 +19,175 @@ use crate::retry::{FailureClass, RetryPolicy};
 use crate::roles::StepOutcome;
 use crate::scheduler::blocked_dependants;
 use crate::state::RunState;
+use crate::usage::Usage;
+
+/// Where the graph goes, with what the node there needs from the decision
+/// that sent it: a decision's reason travels with it, not in the run.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Next {
+    /// A node that reads only the folded state.
+    To(Node),
+    /// replan, told why.
+    Replan(String),
+    /// mark_needs_review, told why.
+    Review(Review),
+    /// synthesize_report, with the ReAct actor's answer as the report.
+    Answer(Report, Usage),
+}
+
+impl Next {
+    /// The graph node it goes to (what [`EDGES`](crate::graph::EDGES) checks).
+    pub(crate) fn node(&self) -> Node {
+        match self {
+            Self::To(node) => *node,
+            Self::Replan(_) => Node::Replan,
+            Self::Review(_) => Node::MarkNeedsReview,
+            Self::Answer(..) => Node::SynthesizeReport,
+        }
+    }
+}
+
+impl From<Node> for Next {
+    fn from(node: Node) -> Self {
+        Self::To(node)
+    }
+}
+
+/// What mark_needs_review records besides the partial brief.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Review {
+    /// Why the run stops (empty: it cannot continue safely).
+    pub(crate) reason: String,
+    /// What the unusable answer that stopped it cost.
+    pub(crate) usage: Usage,
+    /// It stopped on an unusable answer: a resume asks again.
+    pub(crate) ask_again: bool,
+    /// A report that cited nothing, as the partial brief, with its cost.
+    pub(crate) partial: Option<(Brief, Usage)>,
+}
+
+impl Review {
+    /// To mark_needs_review, for this reason.
+    pub(crate) fn because(reason: impl Into<String>) -> Next {
+        Next::Review(Self {
+            reason: reason.into(),
+            ..Self::default()
+        })
+    }
+}
+
+/// A decision to perform: record these events, in order, then go on.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Command {
+    /// Events to append (each durable before the next is acted on).
+    pub(crate) record: Vec<EventKind>,
+    /// Where the graph goes after them.
+    pub(crate) then: Next,
+}
+
+impl Command {
+    /// Go on, recording nothing.
+    pub(crate) fn go(next: impl Into<Next>) -> Self {
+        Self {
+            record: Vec::new(),
+            then: next.into(),
+        }
+    }
+
+    /// Record a stop condition, then stop for review.
+    fn stop(condition: StopCondition, detail: String, review: String) -> Self {
+        Self {
+            record: vec![EventKind::StopConditionMet {
+                condition,
+                detail,
+                gaps: Vec::new(),
+                usage: Usage::default(),
+            }],
+            then: Review::because(review),
+        }
+    }
+}
+
+/// The decision held until nothing is in flight: the cursor's (folded from
+/// assessments and refusals), else the token budget's stop once recorded.
+pub(crate) fn held(state: &RunState) -> Option<(Verdict, &str)> {
+    state.cursor.held().or_else(|| {
+        (state.stop_condition == Some(StopCondition::TokenBudget))
+            .then_some((Verdict::Synthesize, "the token budget is spent"))
+    })
+}
+
+/// What a held decision leads to once nothing is in flight. A replan goes
+/// ahead only within `max_replans` and `max_steps` (see [`replan_guard`]).
+pub(crate) fn on_held(state: &RunState, verdict: Verdict, reason: &str) -> Command {
+    match verdict {
+        Verdict::Continue => Command::go(Node::SelectNextStep),
+        Verdict::Synthesize => Command::go(Node::SynthesizeReport),
+        Verdict::NeedsReview => Command::go(Review::because(reason)),
+        Verdict::Replan => match replan_guard(state, reason.to_owned()) {
+            ReplanGuard::Replan(reason) => Command::go(Next::Replan(reason)),
+            // Seed 000: past the replan cap, ask the person to simplify.
+            ReplanGuard::Stop {
+                condition,
+                detail,
+                review,
+            } => Command::stop(condition, detail, review),
+        },
+    }
+}
+
+/// Where a resumed run stands, from its folded state alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Standing {
+    /// At this node, with nothing in flight to reconcile.
+    At(Node),
+    /// A ReAct run: reconcile its calls, then act.
+    React,
+    /// An approved plan: reconcile its steps, then [`after_resume`].
+    Plan,
+}
+
+/// How far a run got, read from the fold: input, strategy, draft, plan,
+/// approval. (Runs logged before strategies existed have a plan or a
+/// draft: the graph.)
+pub(crate) fn standing(state: &RunState) -> Standing {
+    if state.goal.is_empty() {
+        return Standing::At(Node::PrepareInput);
+    }
+    if state.driver.is_none() && state.plan.version == 0 && state.pending_draft.is_none() {
+        return Standing::At(Node::ChooseStrategy);
+    }
+    if super::strategy::escalated_unplanned(state) {
+        // Escalated from ReAct at its cap; the planner has not answered.
+        return Standing::At(Node::CreatePlan);
+    }
+    if let Some(Driver::React { .. }) = state.driver {
+        return Standing::React;
+    }
+    if state.pending_draft.is_some() {
+        return Standing::At(Node::ValidatePlan);
+    }
+    if state.plan.version == 0 {
+        return Standing::At(Node::CreatePlan);
+    }
+    if state.approved_version != Some(state.plan.version) {
+        return Standing::At(Node::ReviewPlan);
+    }
+    Standing::Plan
+}
+
+/// Where a resumed plan goes once its in-flight steps are reconciled:
+/// outcomes to assess first, then the decision held (see
+/// [`Cursor`](crate::cursor::Cursor)), else on with the plan.
+pub(crate) fn after_resume(state: &RunState, busy: bool) -> Command {
+    if busy {
+        return Command::go(Node::ExecuteStep);
+    }
+    match state.cursor.held() {
+        Some((verdict, reason)) => on_held(state, verdict, reason),
+        None => Command::go(Node::SelectNextStep),
+    }
+}
 
 /// What an assessed step means for the run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -131,20 +300,6 @@ pub(crate) fn by_rules(step: &Step, outcome: &StepOutcome, mode: AssessMode) -> 
     Some(assessment)
 }
 
-/// The decision to hold until nothing is in flight: the stronger of the one
-/// held and a new verdict (carrying on holds nothing).
-pub(crate) fn stronger(
-    held: Option<(Verdict, String)>,
-    verdict: Verdict,
-    reason: String,
-) -> Option<(Verdict, String)> {
-    if verdict != Verdict::Continue && held.as_ref().is_none_or(|(h, _)| verdict > *h) {
-        Some((verdict, reason))
-    } else {
-        held
-    }
-}
-
 /// Whether a replan may go ahead.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum ReplanGuard {
@@ -214,14 +369,36 @@ pub(crate) enum Invalid {
     },
 }
 
+/// validate_plan on an invalid draft: record its diagnostics, then repair
+/// it or stop for review (see [`invalid`]).
+pub(crate) fn invalid_plan(
+    state: &RunState,
+    diagnostics: Vec<Diagnostic>,
+    repair_first_draft: bool,
+) -> Command {
+    let next = invalid(state, &diagnostics, repair_first_draft);
+    let invalid = EventKind::PlanInvalid { diagnostics };
+    match next {
+        Invalid::Repair => Command {
+            record: vec![invalid],
+            then: Node::RepairPlan.into(),
+        },
+        Invalid::Review(reason) => Command {
+            record: vec![invalid],
+            then: Review::because(reason),
+        },
+        Invalid::RepairsSpent { detail, review } => {
+            let mut command = Command::stop(StopCondition::MaxRepairs, detail, review);
+            command.record.insert(0, invalid);
+            command
+        }
+    }
+}
+
 /// A person's own plan (the first version, without `repair_first_draft`)
 /// is never altered without their say; an unsafe plan is never repaired;
 /// repairs stop at `max_repairs`.
-pub(crate) fn invalid_plan(
-    state: &RunState,
-    diagnostics: &[Diagnostic],
-    repair_first_draft: bool,
-) -> Invalid {
+fn invalid(state: &RunState, diagnostics: &[Diagnostic], repair_first_draft: bool) -> Invalid {
     let count = diagnostics.len();
     if state.plan.version == 0 && !repair_first_draft {
         let listed: Vec<String> = diagnostics.iter().map(ToString::to_string).collect();
@@ -344,6 +521,63 @@ pub(crate) fn after_dispatch(d: Dispatched<'_>) -> Result<Node, String> {
     })
 }
 
+/// `verified`, after the iteration's verdict: the first stop condition
+/// that holds (or no replans left) sends the run to its report, naming what
+/// is still missing as gaps; otherwise the replanner is told what is weak or
+/// missing. `None`: no verdict to decide from.
+pub(crate) fn after_verification(state: &RunState, policy: VerifyPolicy) -> Option<Command> {
+    let verification = state.verification_history.last()?;
+    let iteration = state.verification_history.len();
+    let stop = policy.stop(state).or_else(|| {
+        (state.replan_count >= state.max_replans).then(|| {
+            (
+                StopCondition::MaxIterations,
+                format!(
+                    "{iteration} iteration(s) made and no replans left (max_replans is {})",
+                    state.max_replans
+                ),
+            )
+        })
+    });
+    if let Some((condition, detail)) = stop {
+        // Missing elements not already named by an open gap.
+        let gaps = verification
+            .missing
+            .iter()
+            .filter(|m| !state.knowledge_gaps.iter().any(|g| g.contains(m.as_str())))
+            .map(|m| format!("Missing after verification: {m}"))
+            .collect();
+        return Some(Command {
+            record: vec![EventKind::StopConditionMet {
+                condition,
+                detail,
+                gaps,
+                usage: Usage::default(),
+            }],
+            then: Node::SynthesizeReport.into(),
+        });
+    }
+    let mut reason = format!(
+        "verification {iteration}: {}, completeness {:.2}",
+        verification.status.as_str(),
+        verification.completeness
+    );
+    if !verification.missing.is_empty() {
+        reason.push_str(&format!("; missing: {}", verification.missing.join("; ")));
+    }
+    if !verification.weak_steps.is_empty() {
+        let weak: Vec<&str> = verification.weak_steps.iter().map(StepId::as_str).collect();
+        reason.push_str(&format!("; weak: {}", weak.join(", ")));
+    }
+    if !verification.contradictions.is_empty() {
+        reason.push_str(&format!(
+            "; contradictions: {}",
+            verification.contradictions.join("; ")
+        ));
+    }
+    Some(Command::go(Next::Replan(reason)))
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -403,17 +637,6 @@ mod tests {
     }
 
     #[test]
-    fn the_strongest_decision_is_held() {
-        let held = stronger(None, Verdict::Continue, "ok".into());
-        assert_eq!(held, None);
-        let held = stronger(held, Verdict::Replan, "gap".into());
-        let held = stronger(held, Verdict::Synthesize, "enough".into());
-        assert_eq!(held, Some((Verdict::Replan, "gap".into())));
-        let held = stronger(held, Verdict::NeedsReview, "stop".into());
-        assert_eq!(held, Some((Verdict::NeedsReview, "stop".into())));
-    }
-
-    #[test]
     fn bounds_end_the_replanning_loop() {
         let mut s = two_steps();
         assert_eq!(
@@ -456,17 +679,17 @@ mod tests {
             ..RunState::default()
         };
         assert!(matches!(
-            invalid_plan(&s, &[diag(true)], false),
+            invalid(&s, &[diag(true)], false),
             Invalid::Review(r) if r.contains("not repaired unless repair is asked for")
         ));
-        assert_eq!(invalid_plan(&s, &[diag(true)], true), Invalid::Repair);
+        assert_eq!(invalid(&s, &[diag(true)], true), Invalid::Repair);
         assert!(matches!(
-            invalid_plan(&s, &[diag(false)], true),
+            invalid(&s, &[diag(false)], true),
             Invalid::Review(r) if r.contains("unsafe")
         ));
         s.repair_count = 1;
         assert!(matches!(
-            invalid_plan(&s, &[diag(true)], true),
+            invalid(&s, &[diag(true)], true),
             Invalid::RepairsSpent { .. }
         ));
     }
@@ -519,5 +742,174 @@ mod tests {
             Ok(Node::MarkNeedsReview)
         );
         assert!(d(&s, Some(Verdict::Replan), false, false).is_err());
+    }
+
+    fn assessed(verdict: Verdict, reason: &str) -> EventKind {
+        EventKind::Assessed {
+            step: "a".into(),
+            acceptance_met: false,
+            verdict,
+            reason: reason.into(),
+            new_gaps: Vec::new(),
+            resolved_gaps: Vec::new(),
+            observations: Vec::new(),
+            usage: Usage::default(),
+        }
+    }
+
+    #[test]
+    fn a_held_decision_leads_where_its_verdict_says_within_the_bounds() {
+        let mut s = two_steps();
+        assert_eq!(
+            on_held(&s, Verdict::Synthesize, "enough"),
+            Command::go(Node::SynthesizeReport)
+        );
+        assert_eq!(
+            on_held(&s, Verdict::NeedsReview, "fatal"),
+            Command::go(Review::because("fatal"))
+        );
+        assert_eq!(
+            on_held(&s, Verdict::Replan, "gap"),
+            Command::go(Next::Replan("gap".into()))
+        );
+        // No replans left: the stop is recorded before the review.
+        s.replan_count = 2;
+        let command = on_held(&s, Verdict::Replan, "gap");
+        assert!(
+            matches!(
+                command.record.as_slice(),
+                [EventKind::StopConditionMet {
+                    condition: StopCondition::MaxReplans,
+                    ..
+                }]
+            ),
+            "{command:?}"
+        );
+        assert!(
+            matches!(&command.then, Next::Review(r) if r.reason.contains("please simplify")),
+            "{command:?}"
+        );
+    }
+
+    #[test]
+    fn the_held_decision_is_the_folds_else_a_spent_budget() {
+        let mut s = two_steps();
+        assert_eq!(held(&s), None);
+        s.stop_condition = Some(StopCondition::TokenBudget);
+        assert_eq!(
+            held(&s),
+            Some((Verdict::Synthesize, "the token budget is spent"))
+        );
+        s.cursor.apply(&assessed(Verdict::Replan, "gap"), None);
+        assert_eq!(held(&s), Some((Verdict::Replan, "gap")));
+    }
+
+    #[test]
+    fn a_resumed_run_stands_where_its_fold_says() {
+        let mut s = RunState::default();
+        assert_eq!(standing(&s), Standing::At(Node::PrepareInput));
+        s.goal = "compare".into();
+        assert_eq!(standing(&s), Standing::At(Node::ChooseStrategy));
+        s.driver = Some(Driver::PLAN_EXECUTE);
+        assert_eq!(standing(&s), Standing::At(Node::CreatePlan));
+        s.pending_draft = Some(serde_json::json!({"steps": []}));
+        assert_eq!(standing(&s), Standing::At(Node::ValidatePlan));
+        s.pending_draft = None;
+        s.plan = two_steps().plan;
+        assert_eq!(standing(&s), Standing::At(Node::ReviewPlan));
+        s.approved_version = Some(1);
+        assert_eq!(standing(&s), Standing::Plan);
+        s.driver = Some(Driver::React {
+            isolated: false,
+            max_tool_calls: 3,
+        });
+        assert_eq!(standing(&s), Standing::React);
+        // A log from before strategies: a plan without a driver is the graph.
+        s.driver = None;
+        assert_eq!(standing(&s), Standing::Plan);
+    }
+
+    #[test]
+    fn a_resumed_plan_assesses_first_then_takes_the_held_decision() {
+        let mut s = two_steps();
+        assert_eq!(after_resume(&s, false), Command::go(Node::SelectNextStep));
+        s.cursor.apply(&assessed(Verdict::Replan, "gap"), None);
+        assert_eq!(after_resume(&s, true), Command::go(Node::ExecuteStep));
+        assert_eq!(
+            after_resume(&s, false),
+            Command::go(Next::Replan("gap".into()))
+        );
+    }
+
+    #[test]
+    fn an_invalid_plan_is_recorded_before_it_is_repaired_or_reviewed() {
+        let diag = Diagnostic {
+            code: crate::plan::validate::DiagnosticCode::UnknownTool,
+            step: None,
+            index: Some(0),
+            path: "/steps/0/tool".into(),
+            message: "no tool".into(),
+            repairable: true,
+        };
+        let mut s = two_steps();
+        let repair = invalid_plan(&s, vec![diag.clone()], true);
+        assert!(matches!(
+            repair.record.as_slice(),
+            [EventKind::PlanInvalid { .. }]
+        ));
+        assert_eq!(repair.then, Next::To(Node::RepairPlan));
+        s.repair_count = 1;
+        let spent = invalid_plan(&s, vec![diag], true);
+        assert!(
+            matches!(
+                spent.record.as_slice(),
+                [
+                    EventKind::PlanInvalid { .. },
+                    EventKind::StopConditionMet {
+                        condition: StopCondition::MaxRepairs,
+                        ..
+                    }
+                ]
+            ),
+            "{spent:?}"
+        );
+        assert_eq!(spent.then.node(), Node::MarkNeedsReview);
+    }
+
+    #[test]
+    fn a_verdict_stops_the_verified_loop_or_tells_the_replanner_what_is_missing() {
+        let mut s = two_steps();
+        let policy = VerifyPolicy::default();
+        assert_eq!(after_verification(&s, policy), None);
+        let verdict = |completeness| crate::decision::Verification {
+            status: crate::decision::Completeness::Partial,
+            completeness,
+            confidence: 0.2,
+            missing: vec!["costs".into()],
+            contradictions: Vec::new(),
+            weak_steps: vec!["b".into()],
+        };
+        s.verification_history.push(verdict(0.3));
+        let Some(command) = after_verification(&s, policy) else {
+            panic!("a verdict to decide from");
+        };
+        assert!(command.record.is_empty());
+        assert!(
+            matches!(&command.then, Next::Replan(r) if r.contains("missing: costs") && r.contains("weak: b")),
+            "{command:?}"
+        );
+        // Complete enough: stop, naming what is still missing as a gap.
+        s.verification_history.push(verdict(0.9));
+        let Some(command) = after_verification(&s, policy) else {
+            panic!("a verdict to decide from");
+        };
+        assert_eq!(command.then, Next::To(Node::SynthesizeReport));
+        assert!(
+            matches!(
+                command.record.as_slice(),
+                [EventKind::StopConditionMet { gaps, .. }] if gaps == &["Missing after verification: costs".to_owned()]
+            ),
+            "{command:?}"
+        );
     }
 }

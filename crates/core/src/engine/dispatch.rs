@@ -9,7 +9,7 @@ use crate::graph::Node;
 use crate::ids::StepId;
 use crate::plan::Step;
 use crate::plan::args::resolve_value_in;
-use crate::roles::{DependencyOutput, Reply, StepContext, StepOutcome, Verdict};
+use crate::roles::{DependencyOutput, Reply, StepContext, StepOutcome};
 use crate::scheduler::check_precondition_in;
 use crate::state::StepResult;
 use crate::store::IdempotencyRecord;
@@ -18,7 +18,7 @@ use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{EngineError, NodeResult, Run, decide};
+use super::{EngineError, NodeResult, Review, Run, decide};
 
 /// One step attempt's outcome, or the end of a backoff.
 pub(super) struct Completion {
@@ -48,10 +48,9 @@ impl Run<'_> {
     }
 
     pub(super) async fn select_next_step(&mut self) -> NodeResult {
-        if self.held.is_none() && self.budget_spent().await? {
-            self.held = Some((Verdict::Synthesize, "the token budget is spent".to_owned()));
-        }
-        if self.held.is_none() {
+        // A decision held (by the fold) stops dispatch, and so does the
+        // token budget, recorded as a stop the first time it is found spent.
+        if self.state.cursor.held().is_none() && !self.budget_spent().await? {
             for id in self.state.index.ready(&self.state.plan) {
                 if self.in_flight.len() + self.immediate.len() >= self.concurrency() {
                     break;
@@ -62,10 +61,8 @@ impl Run<'_> {
                 match self.approval_gate(&id).await? {
                     Gate::Open => {}
                     Gate::Wait => continue,
-                    Gate::Denied(reason) => {
-                        self.held = Some((Verdict::NeedsReview, reason));
-                        break;
-                    }
+                    // The refusal, recorded, is the decision held.
+                    Gate::Denied => break,
                 }
                 let attempt = self
                     .state
@@ -80,21 +77,20 @@ impl Run<'_> {
                 self.start_attempt(&id, attempt).await?;
             }
         }
+        let held = decide::held(&self.state);
         let next = decide::after_dispatch(decide::Dispatched {
             busy: self.busy(),
-            held: self.held.as_ref().map(|(v, _)| *v),
+            held: held.map(|(v, _)| v),
             awaiting: !self.awaiting.is_empty(),
             verifies: self.verify_policy().is_some(),
             state: &self.state,
         })
         .map_err(EngineError::Invariant)?;
-        // A held decision is acted on now.
-        match (next, self.held.take()) {
-            (Node::MarkNeedsReview, Some((_, reason))) => self.review_reason = reason,
-            (Node::SynthesizeReport, Some(_)) => {}
-            (_, held) => self.held = held,
-        }
-        Ok(Ok(next))
+        // A held refusal is acted on now.
+        Ok(match (next, held) {
+            (Node::MarkNeedsReview, Some((_, reason))) => Review::because(reason),
+            (next, _) => next.into(),
+        })
     }
 
     /// Checks preconditions, resolves arguments and spawns one attempt. A
@@ -286,7 +282,7 @@ impl Run<'_> {
         if let Some(outcome) = self.recovered.pop_front() {
             // Recorded before a crash but never assessed.
             self.last = Some(outcome);
-            return Ok(Ok(self.after_execute()));
+            return Ok(self.after_execute().into());
         }
         loop {
             let Completion {
@@ -322,7 +318,7 @@ impl Run<'_> {
                     })
                     .await?;
                     self.last = Some((step, StepOutcome::Succeeded(result)));
-                    return Ok(Ok(self.after_execute()));
+                    return Ok(self.after_execute().into());
                 }
                 CompletionKind::Attempt {
                     result: Err(mut failure),
@@ -365,7 +361,7 @@ impl Run<'_> {
                         continue;
                     }
                     let decide::AfterFailure::Terminate(reason) = next else {
-                        return Err(EngineError::Invariant("a retry not taken".to_owned()));
+                        return Err(EngineError::Invariant("a retry not taken".to_owned()).into());
                     };
                     self.record(EventKind::StepTerminated {
                         step: step.clone(),
@@ -373,7 +369,7 @@ impl Run<'_> {
                     })
                     .await?;
                     self.last = Some((step, StepOutcome::Failed(failure)));
-                    return Ok(Ok(self.after_execute()));
+                    return Ok(self.after_execute().into());
                 }
             }
         }

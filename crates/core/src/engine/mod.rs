@@ -23,7 +23,7 @@ use crate::plan::DraftPlan;
 use crate::plan::validate::Limits;
 use crate::retry::RetryPolicy;
 pub use crate::roles::Roles;
-use crate::roles::{Reply, RoleError, StepOutcome, Verdict};
+use crate::roles::{Reply, RoleError, StepOutcome};
 use crate::state::{RunState, StateError};
 use crate::store::IdempotencyLog;
 use crate::strategy::{DEFAULT_STRATEGY, Driver, Fixed, Strategy};
@@ -286,27 +286,16 @@ struct Run<'e> {
     in_flight: JoinSet<Completion>,
     tasks: HashMap<TaskId, (StepId, u32)>,
     immediate: VecDeque<Completion>,
-    /// A decision waiting for in-flight steps to finish.
-    held: Option<(Verdict, String)>,
     last: Option<(StepId, StepOutcome)>,
     /// Finished steps waiting for the assessor, which judges a wave at once
     /// (see [`Assessor::judges_waves`](crate::roles::Assessor::judges_waves)).
     unjudged: Vec<(StepId, StepOutcome)>,
     /// Outcomes recorded before a crash but never assessed; assessed first on resume.
     recovered: VecDeque<(StepId, StepOutcome)>,
-    /// Side-effect steps that asked for an approval this session.
+    /// Side-effect steps this session's approver deferred, so that it is
+    /// not asked twice. Not folded: deferring again a request already on
+    /// record records nothing, and a resume asks its own approver afresh.
     awaiting: Vec<StepId>,
-    replan_reason: String,
-    review_reason: String,
-    /// The ReAct actor's answer, written as the report by synthesize_report.
-    answered: Option<(crate::roles::Report, crate::usage::Usage)>,
-    /// What the answer that sent the run to review cost (recorded with it).
-    review_usage: crate::usage::Usage,
-    /// The stop for review was an unusable answer: a resume asks again.
-    review_ask_again: bool,
-    /// A report written but citing no evidence: the partial brief of the
-    /// review it leads to, with what writing it cost.
-    partial: Option<(crate::event::Brief, crate::usage::Usage)>,
     /// Events at the end of the history not yet handed to the sinks: the
     /// model calls behind an answer wait for the event that acts on it and
     /// go with it in one append, so a crash never keeps an answer without
@@ -314,7 +303,30 @@ struct Run<'e> {
     unsent: usize,
 }
 
-type NodeResult = Result<Result<Node, RoleError>, EngineError>;
+/// Why a node does not lead on: a role failed (the run ends `failed`,
+/// with an event) or the engine itself stopped.
+pub(super) enum Halt {
+    /// A role failed: recorded, and the run ends `failed`.
+    Role(RoleError),
+    /// The engine stopped (see [`EngineError`]).
+    Engine(EngineError),
+}
+
+impl From<RoleError> for Halt {
+    fn from(e: RoleError) -> Self {
+        Self::Role(e)
+    }
+}
+
+impl From<EngineError> for Halt {
+    fn from(e: EngineError) -> Self {
+        Self::Engine(e)
+    }
+}
+
+/// A node's move: where the graph goes next, with what the node there
+/// needs; or why it stops.
+type NodeResult = Result<Next, Halt>;
 
 impl Run<'_> {
     /// Walks the graph from `node` to END. Every move must be an edge of
@@ -322,27 +334,24 @@ impl Run<'_> {
     ///
     /// It borrows the run rather than taking it, so that the caller's future
     /// holds the run once, not once more inside this one's.
-    async fn drive(&mut self, mut node: Node) -> Result<(), EngineError> {
-        while node != Node::End {
-            let next = match self.step(node).await? {
+    async fn drive(&mut self, next: impl Into<Next>) -> Result<(), EngineError> {
+        let mut next = next.into();
+        while next.node() != Node::End {
+            let node = next.node();
+            next = match self.step(next).await {
                 Ok(next) => next,
-                Err(error) => {
-                    self.in_flight.abort_all();
-                    // The failed role's model calls are on record; their cost counts.
-                    self.record(EventKind::RunFailed {
-                        error: error.to_string(),
-                        usage: error.usage(),
-                    })
-                    .await?;
+                Err(Halt::Engine(e)) => return Err(e),
+                Err(Halt::Role(error)) => {
+                    self.fail(error).await?;
                     break;
                 }
             };
-            if !is_edge(node, next) {
+            if !is_edge(node, next.node()) {
                 return Err(EngineError::Invariant(format!(
-                    "the graph has no edge {node} -> {next}"
+                    "the graph has no edge {node} -> {}",
+                    next.node()
                 )));
             }
-            node = next;
         }
         // Model calls whose answer nothing acted on (a run paused or ended
         // right after them) are still on record.
@@ -351,6 +360,25 @@ impl Run<'_> {
 }
 
 impl Run<'_> {
+    /// Ends the run `failed` on a role's error. The failed role's model
+    /// calls are on record; their cost counts.
+    async fn fail(&mut self, error: RoleError) -> Result<(), EngineError> {
+        self.in_flight.abort_all();
+        self.record(EventKind::RunFailed {
+            error: error.to_string(),
+            usage: error.usage(),
+        })
+        .await
+    }
+
+    /// Records a pure decision's events, in order, and goes where it says.
+    async fn perform(&mut self, command: Command) -> NodeResult {
+        for kind in command.record {
+            self.record(kind).await?;
+        }
+        Ok(command.then)
+    }
+
     /// Records the model calls behind a role's answer before acting on it.
     async fn record_calls(
         &mut self,
@@ -377,17 +405,17 @@ impl Run<'_> {
         &mut self,
         role: crate::roles::RoleName,
         outcome: Result<Reply<T>, RoleError>,
-    ) -> Result<Result<Reply<T>, RoleError>, EngineError> {
+    ) -> Result<Reply<T>, Halt> {
         match outcome {
             Ok(mut reply) => {
                 let calls = std::mem::take(&mut reply.exchanges);
                 self.record_calls(role, calls).await?;
-                Ok(Ok(reply))
+                Ok(reply)
             }
             Err(mut e) => {
                 let calls = e.take_exchanges();
                 self.record_calls(role, calls).await?;
-                Ok(Err(e))
+                Err(Halt::Role(e))
             }
         }
     }
@@ -398,18 +426,18 @@ impl Run<'_> {
         &mut self,
         role: crate::roles::RoleName,
         outcome: Result<Reply<DraftPlan>, RoleError>,
-    ) -> Result<Result<(Value, crate::usage::Usage), RoleError>, EngineError> {
-        Ok(match self.answer(role, outcome).await? {
+    ) -> Result<(Value, crate::usage::Usage), Halt> {
+        match self.answer(role, outcome).await {
             Ok(reply) => Ok((reply.value.0, reply.usage)),
             // The unusable answers were paid for: their cost stays with the draft.
-            Err(RoleError::Malformed {
+            Err(Halt::Role(RoleError::Malformed {
                 raw,
                 message,
                 usage,
                 ..
-            }) => Ok((Value::String(raw.unwrap_or(message)), usage)),
+            })) => Ok((Value::String(raw.unwrap_or(message)), usage)),
             Err(e) => Err(e),
-        })
+        }
     }
 }
 
@@ -422,17 +450,10 @@ impl<'e> Run<'e> {
             in_flight: JoinSet::new(),
             tasks: HashMap::new(),
             immediate: VecDeque::new(),
-            held: None,
             last: None,
             unjudged: Vec::new(),
             recovered: VecDeque::new(),
             awaiting: Vec::new(),
-            replan_reason: String::new(),
-            review_reason: String::new(),
-            answered: None,
-            review_usage: crate::usage::Usage::default(),
-            review_ask_again: false,
-            partial: None,
             unsent: 0,
         }
     }
@@ -492,9 +513,17 @@ impl<'e> Run<'e> {
         }
     }
 
-    async fn step(&mut self, node: Node) -> NodeResult {
+    /// Performs the node `next` goes to.
+    async fn step(&mut self, next: Next) -> NodeResult {
+        let node = match next {
+            Next::To(node) => node,
+            Next::Replan(reason) => return self.replan(reason).await,
+            Next::Review(review) => return self.mark_needs_review(review).await,
+            Next::Answer(report, usage) => return self.write_report(report, usage).await,
+        };
         match node {
             Node::PrepareInput => self.prepare_input().await,
+            Node::ChooseStrategy => self.choose_strategy().await,
             Node::CreatePlan => self.create_plan().await,
             Node::ValidatePlan => self.validate_plan().await,
             Node::RepairPlan => self.repair_plan().await,
@@ -502,13 +531,15 @@ impl<'e> Run<'e> {
             Node::SelectNextStep => self.select_next_step().await,
             Node::ExecuteStep => self.execute_step().await,
             Node::AssessProgress => self.assess_progress().await,
-            Node::Replan => self.replan().await,
             Node::SynthesizeReport => self.synthesize_report().await,
-            Node::MarkNeedsReview => self.mark_needs_review().await,
+            Node::MarkNeedsReview => self.mark_needs_review(Review::default()).await,
             Node::AwaitApproval => self.await_approval().await,
             Node::Verify => self.verify().await,
             Node::Act => self.act().await,
-            Node::End => Err(EngineError::Invariant("END has no successor".to_owned())),
+            Node::Replan => {
+                Err(EngineError::Invariant("replan without a reason".to_owned()).into())
+            }
+            Node::End => Err(EngineError::Invariant("END has no successor".to_owned()).into()),
         }
     }
 }
@@ -524,6 +555,7 @@ mod report;
 mod resume;
 mod strategy;
 
+use decide::{Command, Next, Review};
 use dispatch::{Completion, CompletionKind};
 
 pub use approval::{

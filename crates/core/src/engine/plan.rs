@@ -1,7 +1,7 @@
 //! The plan family of nodes: prepare_input, create_plan, validate_plan,
 //! repair_plan, review_plan and replan.
 
-use crate::event::{EventKind, StopCondition};
+use crate::event::EventKind;
 use crate::goal::Goal;
 use crate::graph::Node;
 use crate::plan::Plan;
@@ -9,7 +9,7 @@ use crate::plan::validate::validate;
 use crate::roles::{PlanRequest, RepairRequest, ReplanRequest, ReviewDecision};
 use serde_json::Value;
 
-use super::{EngineError, NodeResult, Run, decide};
+use super::{EngineError, NodeResult, Review, Run, decide};
 
 impl Run<'_> {
     pub(super) async fn prepare_input(&mut self) -> NodeResult {
@@ -19,7 +19,7 @@ impl Run<'_> {
                     reason: e.to_string(),
                 })
                 .await?;
-                Ok(Ok(Node::End))
+                Ok(Node::End.into())
             }
             Ok(goal) => {
                 self.record(EventKind::InputPrepared {
@@ -27,7 +27,7 @@ impl Run<'_> {
                 })
                 .await?;
                 self.goal = Some(goal);
-                self.choose_strategy().await
+                Ok(Node::ChooseStrategy.into())
             }
         }
     }
@@ -39,12 +39,9 @@ impl Run<'_> {
             max_steps: self.state.max_steps,
         };
         let outcome = self.engine.roles.planner.plan(request).await;
-        let (draft, usage) = match self.draft(crate::roles::RoleName::Planner, outcome).await? {
-            Ok(d) => d,
-            Err(e) => return Ok(Err(e)),
-        };
+        let (draft, usage) = self.draft(crate::roles::RoleName::Planner, outcome).await?;
         self.record(EventKind::PlanCreated { draft, usage }).await?;
-        Ok(Ok(Node::ValidatePlan))
+        Ok(Node::ValidatePlan.into())
     }
 
     pub(super) async fn validate_plan(&mut self) -> NodeResult {
@@ -59,33 +56,15 @@ impl Run<'_> {
                     steps: validated.into_steps(),
                 };
                 self.record(EventKind::PlanValidated { plan }).await?;
-                Ok(Ok(Node::ReviewPlan))
+                Ok(Node::ReviewPlan.into())
             }
             Err(diagnostics) => {
-                let next = decide::invalid_plan(
+                let command = decide::invalid_plan(
                     &self.state,
-                    &diagnostics,
+                    diagnostics,
                     self.engine.config.repair_first_draft,
                 );
-                self.record(EventKind::PlanInvalid { diagnostics }).await?;
-                match next {
-                    decide::Invalid::Repair => Ok(Ok(Node::RepairPlan)),
-                    decide::Invalid::Review(reason) => {
-                        self.review_reason = reason;
-                        Ok(Ok(Node::MarkNeedsReview))
-                    }
-                    decide::Invalid::RepairsSpent { detail, review } => {
-                        self.review_reason = review;
-                        self.record(EventKind::StopConditionMet {
-                            condition: StopCondition::MaxRepairs,
-                            detail,
-                            gaps: Vec::new(),
-                            usage: crate::usage::Usage::default(),
-                        })
-                        .await?;
-                        Ok(Ok(Node::MarkNeedsReview))
-                    }
-                }
+                self.perform(command).await
             }
         }
     }
@@ -102,20 +81,16 @@ impl Run<'_> {
             attempt,
         };
         let outcome = self.engine.roles.repairer.repair(request).await;
-        let (draft, usage) = match self
+        let (draft, usage) = self
             .draft(crate::roles::RoleName::Repairer, outcome)
-            .await?
-        {
-            Ok(d) => d,
-            Err(e) => return Ok(Err(e)),
-        };
+            .await?;
         self.record(EventKind::PlanRepaired {
             attempt,
             draft,
             usage,
         })
         .await?;
-        Ok(Ok(Node::ValidatePlan))
+        Ok(Node::ValidatePlan.into())
     }
 
     pub(super) async fn review_plan(&mut self) -> NodeResult {
@@ -125,13 +100,9 @@ impl Run<'_> {
             .reviewer
             .review(self.goal()?, &self.state.plan)
             .await;
-        let reply = match self
+        let reply = self
             .answer(crate::roles::RoleName::Reviewer, outcome)
-            .await?
-        {
-            Ok(r) => r,
-            Err(e) => return Ok(Err(e)),
-        };
+            .await?;
         let version = self.state.plan.version;
         match reply.value {
             ReviewDecision::Approved { by } => {
@@ -141,41 +112,36 @@ impl Run<'_> {
                     usage: reply.usage,
                 })
                 .await?;
-                Ok(Ok(Node::SelectNextStep))
+                Ok(Node::SelectNextStep.into())
             }
             ReviewDecision::Deferred => {
                 self.record(EventKind::PlanReviewRequested { version })
                     .await?;
-                Ok(Ok(Node::AwaitApproval))
+                Ok(Node::AwaitApproval.into())
             }
             ReviewDecision::Rejected { reason } => {
-                self.review_reason = format!("plan version {version} was rejected: {reason}");
+                let review = format!("plan version {version} was rejected: {reason}");
                 self.record(EventKind::PlanRejected {
                     version,
                     reason,
                     usage: reply.usage,
                 })
                 .await?;
-                Ok(Ok(Node::MarkNeedsReview))
+                Ok(Review::because(review))
             }
         }
     }
 
-    pub(super) async fn replan(&mut self) -> NodeResult {
-        let reason = std::mem::take(&mut self.replan_reason);
+    pub(super) async fn replan(&mut self, reason: String) -> NodeResult {
         let request = ReplanRequest {
             state: &self.state,
             reason: &reason,
             tools: &self.engine.specs,
         };
         let outcome = self.engine.roles.replanner.replan(request).await;
-        let (draft, usage) = match self
+        let (draft, usage) = self
             .draft(crate::roles::RoleName::Replanner, outcome)
-            .await?
-        {
-            Ok(d) => d,
-            Err(e) => return Ok(Err(e)),
-        };
+            .await?;
         let replan_count = self.state.replan_count + 1;
         self.record(EventKind::Replanned {
             replan_count,
@@ -184,6 +150,6 @@ impl Run<'_> {
             usage,
         })
         .await?;
-        Ok(Ok(Node::ValidatePlan))
+        Ok(Node::ValidatePlan.into())
     }
 }

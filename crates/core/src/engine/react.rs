@@ -16,7 +16,8 @@ use crate::roles::{RoleError, RoleName};
 use crate::strategy::react::{MAX_SUMMARY_CHARS, bounded, history};
 
 use super::approval::Gate;
-use super::{EngineError, NodeResult, Run};
+use super::strategy::stop_for_review;
+use super::{EngineError, Halt, Next, NodeResult, Run};
 
 impl Run<'_> {
     pub(super) async fn act(&mut self) -> NodeResult {
@@ -26,9 +27,7 @@ impl Run<'_> {
             escalate,
         } = self.driver()
         else {
-            return Err(EngineError::Invariant(
-                "act outside a ReAct strategy".to_owned(),
-            ));
+            return Err(EngineError::Invariant("act outside a ReAct strategy".to_owned()).into());
         };
         // The actor sees every call's outcome itself, not an assessment.
         self.last = None;
@@ -47,22 +46,21 @@ impl Run<'_> {
                 })
                 .collect();
             for (step, output) in unsummarized {
-                if let Err(e) = self.summarize(&step, &output).await? {
-                    return Ok(Err(e));
-                }
+                self.summarize(&step, &output).await?;
             }
         }
         if self.budget_spent().await? {
-            return Ok(Ok(Node::SynthesizeReport));
+            return Ok(Node::SynthesizeReport.into());
         }
         let made = self.state.plan.steps.len();
         let cap = max_tool_calls.min(self.state.max_steps);
         let Some(actor) = self.engine.roles.actor.clone() else {
-            return Ok(Err(RoleError::failed(
+            return Err(RoleError::failed(
                 RoleName::Actor,
                 FailureClass::Persistent,
                 "the ReAct strategies need an actor role, and none is configured",
-            )));
+            )
+            .into());
         };
         let turns = history(&self.state, isolated);
         let request = ActRequest {
@@ -73,18 +71,18 @@ impl Run<'_> {
             state: &self.state,
         };
         let outcome = actor.act(request).await;
-        let reply = match self.answer(RoleName::Actor, outcome).await? {
+        let reply = match self.answer(RoleName::Actor, outcome).await {
             Ok(reply) => reply,
-            Err(e @ RoleError::Malformed { .. }) => return Ok(Ok(self.stop_for_review(&e))),
-            Err(e) => return Ok(Err(e)),
+            Err(Halt::Role(e @ RoleError::Malformed { .. })) => return Ok(stop_for_review(&e)),
+            Err(e) => return Err(e),
         };
         match reply.value {
             Action::Answer { report, gaps } => {
                 if !gaps.is_empty() {
                     self.record(EventKind::GapsNoted { gaps }).await?;
                 }
-                self.answered = Some((report, reply.usage));
-                Ok(Ok(Node::SynthesizeReport))
+                // synthesize_report writes the answer as the report.
+                Ok(Next::Answer(report, reply.usage))
             }
             // Escalation needs room to plan: at the run's own step bound
             // (`max_steps`) the run stops at the cap as plain react does.
@@ -112,7 +110,7 @@ impl Run<'_> {
                     usage: reply.usage,
                 })
                 .await?;
-                Ok(Ok(Node::SynthesizeReport))
+                Ok(Node::SynthesizeReport.into())
             }
             Action::Call {
                 thought,
@@ -131,7 +129,7 @@ impl Run<'_> {
                 // as a planned step does. Refused, it is dispatched anyway and
                 // fails for want of one: the actor sees why.
                 if let Gate::Wait = self.approval_gate(&id).await? {
-                    return Ok(Ok(Node::AwaitApproval));
+                    return Ok(Node::AwaitApproval.into());
                 }
                 self.record(EventKind::StepStarted {
                     step: id.clone(),
@@ -139,7 +137,7 @@ impl Run<'_> {
                 })
                 .await?;
                 self.start_attempt(&id, 1).await?;
-                Ok(Ok(Node::ExecuteStep))
+                Ok(Node::ExecuteStep.into())
             }
         }
     }
@@ -156,39 +154,33 @@ impl Run<'_> {
     }
 
     /// Records the summary the actor will see instead of the raw result.
-    async fn summarize(
-        &mut self,
-        step: &StepId,
-        output: &Value,
-    ) -> Result<Result<(), RoleError>, EngineError> {
+    async fn summarize(&mut self, step: &StepId, output: &Value) -> Result<(), Halt> {
         let Some(summarizer) = self.engine.roles.summarizer.clone() else {
-            return Ok(Err(RoleError::failed(
+            return Err(RoleError::failed(
                 RoleName::Summarizer,
                 FailureClass::Persistent,
                 "react-isolated needs a summarizer role, and none is configured",
-            )));
+            )
+            .into());
         };
         let (thought, tool) = match self.state.plan.step(step) {
             Some(s) => (s.description.clone(), s.tool.clone()),
             None => {
-                return Err(EngineError::Invariant(format!(
-                    "summary of unknown step {step}"
-                )));
+                return Err(
+                    EngineError::Invariant(format!("summary of unknown step {step}")).into(),
+                );
             }
         };
         let outcome = summarizer
             .summarize(self.goal()?, &thought, &tool, output)
             .await;
-        let reply = match self.answer(RoleName::Summarizer, outcome).await? {
-            Ok(reply) => reply,
-            Err(e) => return Ok(Err(e)),
-        };
+        let reply = self.answer(RoleName::Summarizer, outcome).await?;
         self.record(EventKind::StepSummarized {
             step: step.clone(),
             summary: bounded(&reply.value, MAX_SUMMARY_CHARS),
             usage: reply.usage,
         })
         .await?;
-        Ok(Ok(()))
+        Ok(())
     }
 }

@@ -6,21 +6,14 @@ use crate::event::EventKind;
 use crate::graph::Node;
 use crate::state::RunState;
 
-use super::{EngineError, NodeResult, Run};
+use super::{EngineError, Halt, Next, NodeResult, Review, Run};
 
 impl Run<'_> {
     pub(super) async fn synthesize_report(&mut self) -> NodeResult {
-        if let Some((report, usage)) = self.answered.take() {
-            return self.write_report(report, usage).await;
-        }
         let outcome = self.engine.roles.synthesizer.synthesize(&self.state).await;
-        let reply = match self
+        let reply = self
             .answer(crate::roles::RoleName::Synthesizer, outcome)
-            .await?
-        {
-            Ok(r) => r,
-            Err(e) => return Ok(Err(e)),
-        };
+            .await?;
         self.write_report(reply.value, reply.usage).await
     }
 
@@ -34,9 +27,11 @@ impl Run<'_> {
     ) -> NodeResult {
         let brief = self.vet_report(report).await?;
         if brief.evidence.is_empty() {
-            self.review_reason = no_evidence_reason(&self.state, &brief);
-            self.partial = Some((brief, usage));
-            return Ok(Ok(Node::MarkNeedsReview));
+            return Ok(Next::Review(Review {
+                reason: no_evidence_reason(&self.state, &brief),
+                partial: Some((brief, usage)),
+                ..Review::default()
+            }));
         }
         self.record(EventKind::Synthesized {
             report: brief.report,
@@ -45,7 +40,7 @@ impl Run<'_> {
             usage,
         })
         .await?;
-        Ok(Ok(Node::End))
+        Ok(Node::End.into())
     }
 
     /// Checks a report's evidence against the step results, records the
@@ -97,40 +92,48 @@ impl Run<'_> {
         reason: &mut String,
         usage: &mut crate::usage::Usage,
     ) -> Result<Option<crate::event::Brief>, EngineError> {
-        if let Some((brief, cost)) = self.partial.take() {
-            *usage += cost;
-            return Ok(Some(brief));
-        }
         if self.state.step_results.is_empty() {
             return Ok(None);
         }
         let outcome = self.engine.roles.synthesizer.synthesize(&self.state).await;
         match self
             .answer(crate::roles::RoleName::Synthesizer, outcome)
-            .await?
+            .await
         {
             Ok(reply) => {
                 *usage += reply.usage;
                 Ok(Some(self.vet_report(reply.value).await?))
             }
-            Err(e) => {
+            Err(Halt::Role(e)) => {
                 *usage += e.usage();
                 reason.push_str(&format!(" (no partial brief: {e})"));
                 Ok(None)
             }
+            Err(Halt::Engine(e)) => Err(e),
         }
     }
 
-    pub(super) async fn mark_needs_review(&mut self) -> NodeResult {
-        let reason = std::mem::take(&mut self.review_reason);
+    /// mark_needs_review: stop for a person, with the partial brief (the
+    /// report that cited nothing, or one written over what succeeded).
+    pub(super) async fn mark_needs_review(&mut self, review: Review) -> NodeResult {
+        let Review {
+            reason,
+            mut usage,
+            ask_again,
+            partial,
+        } = review;
         let mut reason = if reason.is_empty() {
             "the run cannot continue safely".to_owned()
         } else {
             reason
         };
-        let mut usage = std::mem::take(&mut self.review_usage);
-        let brief = self.partial_brief(&mut reason, &mut usage).await?;
-        let ask_again = std::mem::take(&mut self.review_ask_again);
+        let brief = match partial {
+            Some((brief, cost)) => {
+                usage += cost;
+                Some(brief)
+            }
+            None => self.partial_brief(&mut reason, &mut usage).await?,
+        };
         self.record(EventKind::NeedsReview {
             reason,
             usage,
@@ -138,7 +141,7 @@ impl Run<'_> {
             ask_again,
         })
         .await?;
-        Ok(Ok(Node::End))
+        Ok(Node::End.into())
     }
 }
 

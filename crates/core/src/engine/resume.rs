@@ -13,13 +13,14 @@
 
 use std::collections::BTreeMap;
 
-use super::{Completion, CompletionKind, Engine, EngineError, Run};
-use crate::decision::Driver;
+use super::approval::Gate;
+use super::decide::{self, Standing};
+use super::{Completion, CompletionKind, Engine, EngineError, Halt, NodeResult, Run};
 use crate::event::EventKind;
 use crate::failure::{FailureClass, FailureKind, StepFailure};
 use crate::graph::Node;
 use crate::ids::StepId;
-use crate::roles::{StepOutcome, Verdict};
+use crate::roles::StepOutcome;
 use crate::state::{RunState, RunStatus, StepResult};
 use crate::step_status::StepStatus;
 use crate::tool::idempotency_key;
@@ -126,9 +127,6 @@ impl Engine {
         }
         let mut run = Run::new(self);
         run.goal = (!state.goal.is_empty()).then(|| state.goal());
-        let review = (was == RunStatus::NeedsReview)
-            .then(|| state.blocked_reason.clone())
-            .flatten();
         run.state = state;
         run.record(EventKind::RunResumed {
             by: options.by,
@@ -138,18 +136,17 @@ impl Engine {
             host: options.host,
         })
         .await?;
-        let node = match run.recover(was, review).await? {
-            Ok(node) => node,
-            Err(error) => {
-                run.record(EventKind::RunFailed {
-                    error: error.to_string(),
-                    usage: error.usage(),
-                })
-                .await?;
+        // The fold of run_resumed set where the graph stands; put what was
+        // in flight back on track, then continue.
+        let next = match run.recover().await {
+            Ok(next) => next,
+            Err(Halt::Engine(e)) => return Err(e),
+            Err(Halt::Role(error)) => {
+                run.fail(error).await?;
                 return Ok(run.state);
             }
         };
-        run.drive(node).await?;
+        run.drive(next).await?;
         Ok(run.state)
     }
 }
@@ -185,119 +182,44 @@ fn unassessed(state: &RunState) -> Vec<(StepId, StepOutcome)> {
     pending
 }
 
-/// The strongest decision assessed since the current plan was approved.
-fn held_decision(state: &RunState) -> Option<(Verdict, String)> {
-    let since = state
-        .execution_history
-        .iter()
-        .rposition(|e| matches!(e.kind, EventKind::PlanApproved { .. }))
-        .unwrap_or(0);
-    let mut held: Option<(Verdict, String)> = None;
-    for e in &state.execution_history[since..] {
-        if let EventKind::Assessed {
-            verdict, reason, ..
-        } = &e.kind
-            && *verdict != Verdict::Continue
-            && held.as_ref().is_none_or(|(h, _)| verdict > h)
-        {
-            held = Some((*verdict, reason.clone()));
-        }
-    }
-    held
-}
-
 impl Run<'_> {
-    /// Works out where the graph stands and puts steps that were in flight
-    /// back on track. Returns the node to continue from.
-    async fn recover(
-        &mut self,
-        was: RunStatus,
-        review: Option<String>,
-    ) -> Result<Result<Node, crate::roles::RoleError>, EngineError> {
-        let history = &self.state.execution_history;
-        if !history
-            .iter()
-            .any(|e| matches!(e.kind, EventKind::InputPrepared { .. }))
-        {
-            return Ok(Ok(Node::PrepareInput));
-        }
-        if self.state.driver.is_none()
-            && self.state.plan.version == 0
-            && self.state.pending_draft.is_none()
-        {
-            // Stopped before the strategy chose (runs logged before
-            // strategies existed have a plan or a draft: the graph).
-            return self.choose_strategy().await;
-        }
-        if super::strategy::escalated_unplanned(&self.state) {
-            // Escalated from ReAct at its cap; the planner has not answered.
-            return Ok(Ok(Node::CreatePlan));
-        }
-        if let Driver::React { .. } = self.driver() {
-            self.reconcile_in_flight().await?;
-            // A call the actor chose but that never started.
-            let unstarted: Vec<StepId> = self
-                .state
-                .plan
-                .steps
-                .iter()
-                .filter(|s| s.status == StepStatus::Pending)
-                .map(|s| s.id.clone())
-                .collect();
-            for id in unstarted {
-                // Through the approval gate again: approved since, or by
-                // this engine's approver, it runs; otherwise it waits on.
-                match self.approval_gate(&id).await? {
-                    super::approval::Gate::Wait => return Ok(Ok(Node::AwaitApproval)),
-                    super::approval::Gate::Open | super::approval::Gate::Denied(_) => {
-                        self.retry_now(&id, 1);
+    /// Puts steps that were in flight back on track and returns where the
+    /// graph goes on, as the folded state says (see [`decide::standing`]).
+    async fn recover(&mut self) -> NodeResult {
+        match decide::standing(&self.state) {
+            Standing::At(node) => Ok(node.into()),
+            Standing::React => {
+                self.reconcile_in_flight().await?;
+                // A call the actor chose but that never started.
+                let unstarted: Vec<StepId> = self
+                    .state
+                    .plan
+                    .steps
+                    .iter()
+                    .filter(|s| s.status == StepStatus::Pending)
+                    .map(|s| s.id.clone())
+                    .collect();
+                for id in unstarted {
+                    // Through the approval gate again: approved since, or by
+                    // this engine's approver, it runs; otherwise it waits on.
+                    match self.approval_gate(&id).await? {
+                        Gate::Wait => return Ok(Node::AwaitApproval.into()),
+                        Gate::Open | Gate::Denied => self.retry_now(&id, 1),
                     }
                 }
-            }
-            return Ok(Ok(if self.busy() {
-                Node::ExecuteStep
-            } else {
-                Node::Act
-            }));
-        }
-        if self.state.pending_draft.is_some() {
-            return Ok(Ok(Node::ValidatePlan));
-        }
-        if self.state.plan.version == 0 {
-            return Ok(Ok(Node::CreatePlan));
-        }
-        if self.state.approved_version != Some(self.state.plan.version) {
-            return Ok(Ok(Node::ReviewPlan));
-        }
-        self.recovered = unassessed(&self.state).into();
-        self.reconcile_in_flight().await?;
-        self.held = held_decision(&self.state).map(|(verdict, reason)| match verdict {
-            // Something changed since the run stopped for review: try to recover.
-            Verdict::NeedsReview if was == RunStatus::NeedsReview => (Verdict::Replan, reason),
-            _ => (verdict, reason),
-        });
-        if let Some(reason) = review
-            && self.held.is_none()
-            && matches!(
-                self.driver(),
-                Driver::Graph {
-                    replanning: true,
-                    ..
+                Ok(if self.busy() {
+                    Node::ExecuteStep
+                } else {
+                    Node::Act
                 }
-            )
-            && self.state.plan.steps.iter().all(|s| s.status.is_final())
-        {
-            // It stopped with its plan done (say, a report that cited
-            // nothing): with something changed, look again rather than
-            // write the same report (plan-solve never replans).
-            self.held = Some((Verdict::Replan, format!("resumed after review: {reason}")));
-        }
-        if self.busy() {
-            return Ok(Ok(Node::ExecuteStep));
-        }
-        match self.held.take() {
-            Some((verdict, reason)) => self.act_on(verdict, reason).await,
-            None => Ok(Ok(Node::SelectNextStep)),
+                .into())
+            }
+            Standing::Plan => {
+                self.recovered = unassessed(&self.state).into();
+                self.reconcile_in_flight().await?;
+                let command = decide::after_resume(&self.state, self.busy());
+                self.perform(command).await
+            }
         }
     }
 

@@ -14,7 +14,7 @@ use crate::state::RunState;
 use crate::step_status::StepStatus;
 use crate::usage::Usage;
 
-use super::{EngineError, NodeResult, Run};
+use super::{Command, EngineError, Halt, Next, NodeResult, Review, Run, decide};
 
 /// Whether the run escalated and has not planned since (a resume then
 /// goes to the planner, not to the ReAct calls' plan).
@@ -68,15 +68,6 @@ impl Run<'_> {
         }
     }
 
-    /// A role's answer was unusable even after its repair round-trip: stop
-    /// for a person (resumable; a resume asks again) rather than fail.
-    pub(super) fn stop_for_review(&mut self, error: &RoleError) -> Node {
-        self.review_reason = error.to_string();
-        self.review_usage = error.usage();
-        self.review_ask_again = true;
-        Node::MarkNeedsReview
-    }
-
     /// How many steps may be in flight: one for a sequential graph (the
     /// router's `plan-execute-sequential`), else the configured limit.
     pub(super) fn concurrency(&self) -> usize {
@@ -101,20 +92,18 @@ impl Run<'_> {
             usage,
         })
         .await?;
-        Ok(Ok(Node::CreatePlan))
+        Ok(Node::CreatePlan.into())
     }
 
-    /// Asks the strategy how to drive the run and records its choice.
+    /// choose_strategy: asks the strategy how to drive the run and records
+    /// its choice.
     pub(super) async fn choose_strategy(&mut self) -> NodeResult {
         let goal = self.goal()?;
         let strategy = &self.engine.strategy;
         let outcome = strategy
             .choose(goal, &self.engine.specs, &self.engine.roles)
             .await;
-        let reply = match self.answer(RoleName::Router, outcome).await? {
-            Ok(reply) => reply,
-            Err(e) => return Ok(Err(e)),
-        };
+        let reply = self.answer(RoleName::Router, outcome).await?;
         let driver = reply.value.driver;
         self.record(EventKind::StrategyChosen {
             strategy: self.engine.strategy.name().to_owned(),
@@ -124,10 +113,11 @@ impl Run<'_> {
             routing: reply.value.routing,
         })
         .await?;
-        Ok(Ok(match driver {
+        Ok(match driver {
             Driver::Graph { .. } => Node::CreatePlan,
             Driver::React { .. } => Node::Act,
-        }))
+        }
+        .into())
     }
 
     /// Whether the run has spent its token budget. The first time it finds
@@ -184,32 +174,34 @@ impl Run<'_> {
     /// what is weak or missing.
     pub(super) async fn verify(&mut self) -> NodeResult {
         if self.verify_policy().is_none() {
-            return Err(EngineError::Invariant(
-                "verify outside the verified strategy".to_owned(),
-            ));
+            return Err(
+                EngineError::Invariant("verify outside the verified strategy".to_owned()).into(),
+            );
         }
         if self.state.stop_condition.is_some() || self.budget_spent().await? {
             // Stopped (perhaps before an interruption): write the report.
-            return Ok(Ok(Node::SynthesizeReport));
+            return Ok(Node::SynthesizeReport.into());
         }
         let iterations = self.state.replan_count as usize + 1;
         if self.state.verification_history.len() >= iterations {
             // This iteration was verified before an interruption: decide
             // from that verdict rather than ask again.
-            return self.after_verification().await;
+            let command = self.after_verification()?;
+            return self.perform(command).await;
         }
         let Some(verifier) = self.engine.roles.verifier.clone() else {
-            return Ok(Err(RoleError::failed(
+            return Err(RoleError::failed(
                 RoleName::Verifier,
                 FailureClass::Persistent,
                 "the verified strategy needs a verifier role, and none is configured",
-            )));
+            )
+            .into());
         };
         let outcome = verifier.verify(&self.state).await;
-        let reply = match self.answer(RoleName::Verifier, outcome).await? {
+        let reply = match self.answer(RoleName::Verifier, outcome).await {
             Ok(reply) => reply,
-            Err(e @ RoleError::Malformed { .. }) => return Ok(Ok(self.stop_for_review(&e))),
-            Err(e) => return Ok(Err(e)),
+            Err(Halt::Role(e @ RoleError::Malformed { .. })) => return Ok(stop_for_review(&e)),
+            Err(e) => return Err(e),
         };
         let verification = reply.value.clamped();
         let iteration =
@@ -220,74 +212,29 @@ impl Run<'_> {
             usage: reply.usage,
         })
         .await?;
-        self.after_verification().await
+        let command = self.after_verification()?;
+        self.perform(command).await
     }
 
     /// Stops on the first stop condition that holds after the last verdict,
     /// or sends what is weak or missing to the replanner.
-    async fn after_verification(&mut self) -> NodeResult {
+    fn after_verification(&self) -> Result<Command, EngineError> {
         let policy = self.verify_policy().ok_or_else(|| {
             EngineError::Invariant("verify outside the verified strategy".to_owned())
         })?;
-        let Some(verification) = self.state.verification_history.last().cloned() else {
-            return Err(EngineError::Invariant(
-                "a decision after verification without one".to_owned(),
-            ));
-        };
-        let iteration = self.state.verification_history.len();
-        let stop = policy.stop(&self.state).or_else(|| {
-            (self.state.replan_count >= self.state.max_replans).then(|| {
-                (
-                    StopCondition::MaxIterations,
-                    format!(
-                        "{iteration} iteration(s) made and no replans left (max_replans is {})",
-                        self.state.max_replans
-                    ),
-                )
-            })
-        });
-        if let Some((condition, detail)) = stop {
-            // Missing elements not already named by an open gap.
-            let gaps = verification
-                .missing
-                .iter()
-                .filter(|m| {
-                    !self
-                        .state
-                        .knowledge_gaps
-                        .iter()
-                        .any(|g| g.contains(m.as_str()))
-                })
-                .map(|m| format!("Missing after verification: {m}"))
-                .collect();
-            self.record(EventKind::StopConditionMet {
-                condition,
-                detail,
-                gaps,
-                usage: crate::usage::Usage::default(),
-            })
-            .await?;
-            return Ok(Ok(Node::SynthesizeReport));
-        }
-        let mut reason = format!(
-            "verification {iteration}: {}, completeness {:.2}",
-            verification.status.as_str(),
-            verification.completeness
-        );
-        if !verification.missing.is_empty() {
-            reason.push_str(&format!("; missing: {}", verification.missing.join("; ")));
-        }
-        if !verification.weak_steps.is_empty() {
-            let weak: Vec<&str> = verification.weak_steps.iter().map(StepId::as_str).collect();
-            reason.push_str(&format!("; weak: {}", weak.join(", ")));
-        }
-        if !verification.contradictions.is_empty() {
-            reason.push_str(&format!(
-                "; contradictions: {}",
-                verification.contradictions.join("; ")
-            ));
-        }
-        self.replan_reason = reason;
-        Ok(Ok(Node::Replan))
+        decide::after_verification(&self.state, policy).ok_or_else(|| {
+            EngineError::Invariant("a decision after verification without one".to_owned())
+        })
     }
+}
+
+/// A role's answer was unusable even after its repair round-trip: stop
+/// for a person (resumable; a resume asks again) rather than fail.
+pub(super) fn stop_for_review(error: &RoleError) -> Next {
+    Next::Review(Review {
+        reason: error.to_string(),
+        usage: error.usage(),
+        ask_again: true,
+        partial: None,
+    })
 }
