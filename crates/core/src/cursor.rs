@@ -90,11 +90,12 @@ impl Cursor {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::usage::Usage;
 
-    fn assessed(verdict: Verdict, reason: &str) -> EventKind {
+    /// An `assessed` event of step `a` with this verdict (also for the engine's tests).
+    pub(crate) fn assessed(verdict: Verdict, reason: &str) -> EventKind {
         EventKind::Assessed {
             step: "a".into(),
             acceptance_met: true,

@@ -583,6 +583,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+    use crate::cursor::tests::assessed;
     use crate::failure::FailureKind;
     use crate::plan::{Plan, Step};
     use crate::step_status::StepStatus;
@@ -744,19 +745,6 @@ mod tests {
         assert!(d(&s, Some(Verdict::Replan), false, false).is_err());
     }
 
-    fn assessed(verdict: Verdict, reason: &str) -> EventKind {
-        EventKind::Assessed {
-            step: "a".into(),
-            acceptance_met: false,
-            verdict,
-            reason: reason.into(),
-            new_gaps: Vec::new(),
-            resolved_gaps: Vec::new(),
-            observations: Vec::new(),
-            usage: Usage::default(),
-        }
-    }
-
     #[test]
     fn a_held_decision_leads_where_its_verdict_says_within_the_bounds() {
         let mut s = two_steps();
@@ -822,6 +810,7 @@ mod tests {
         s.driver = Some(Driver::React {
             isolated: false,
             max_tool_calls: 3,
+            escalate: false,
         });
         assert_eq!(standing(&s), Standing::React);
         // A log from before strategies: a plan without a driver is the graph.
