@@ -4,10 +4,16 @@
 //! whose plan writes a file, watches a step turn `succeeded` without a
 //! reload, approves the paused `write_file` step from the page (shown with
 //! its exact tool and arguments), sees the run end `ok`, and saves a
-//! screenshot under `$CARGO_TARGET_TMPDIR/dashboard/`. Also: the page's
+//! screenshot under `$CARGO_TARGET_TMPDIR/dashboard/`; the same with its
+//! event stream cut twice (nothing missed or repeated across reconnects). Also: the page's
 //! assets need no token while every API route still does, and with
 //! `--insecure-no-auth` the page needs no sign-in.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::print_stderr
+)]
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -113,15 +119,16 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
 
-#[test]
-fn a_run_is_submitted_watched_and_approved_from_the_page_in_headless_chromium() {
+/// The approval scenario, driven from the page: what the driver saw and
+/// what `stepwise show --json` says of the run afterwards. With
+/// `cut_streams`, the first two event streams the page opens are cut short.
+fn approval_flow(name: &str, cut_streams: bool) -> (Value, Value) {
     browser_prerequisites();
-    let site = site("browser");
+    let site = site(name);
     let (mut server, url) = serve(&site, &[]);
-    let plan = save_plan();
     let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("dashboard");
     std::fs::create_dir_all(&out_dir).unwrap();
-    let screenshot = out_dir.join("run-page.png");
+    let screenshot = out_dir.join(format!("{name}.png"));
     let _ = std::fs::remove_file(&screenshot);
     let profile = site.path().join("chromium-profile");
     let seen = drive(&[
@@ -129,9 +136,10 @@ fn a_run_is_submitted_watched_and_approved_from_the_page_in_headless_chromium() 
         ("STEPWISE_TOKEN", TOKEN),
         ("DASH_NOTES", "tiny"),
         ("DASH_WORKSPACE", "w1"),
-        ("DASH_PLAN", &plan.to_string()),
+        ("DASH_PLAN", &save_plan().to_string()),
         ("DASH_SCREENSHOT", screenshot.to_str().unwrap()),
         ("DASH_PROFILE", profile.to_str().unwrap()),
+        ("DASH_CUT_STREAMS", if cut_streams { "1" } else { "" }),
     ]);
     assert_eq!(seen["errors"], json!([]), "{seen}");
     assert_eq!(seen["noReload"], "same page", "the page reloaded: {seen}");
@@ -188,25 +196,37 @@ fn a_run_is_submitted_watched_and_approved_from_the_page_in_headless_chromium() 
     assert!(seen["critical"].as_u64().unwrap() >= 1, "{seen}");
     let png = std::fs::read(&screenshot).unwrap();
     assert!(png.starts_with(b"\x89PNG"), "no screenshot");
-    // The figure docs/server.md reports (printed, not asserted).
-    let mut lags: Vec<f64> = seen["latency"]["events"]
-        .as_array()
+    eprintln!("screenshot: {}", screenshot.display());
+    (seen, shown)
+}
+
+/// A list of numbers in the driver's JSON.
+fn numbers(v: &Value, pick: &str) -> Vec<f64> {
+    v.as_array()
         .unwrap()
         .iter()
-        .map(|e| e["lag_ms"].as_f64().unwrap())
-        .collect();
+        .map(|e| {
+            if pick.is_empty() {
+                e.as_f64().unwrap()
+            } else {
+                e[pick].as_f64().unwrap()
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn a_run_is_submitted_watched_and_approved_from_the_page_in_headless_chromium() {
+    let (seen, _) = approval_flow("run-page", false);
+    // The figure docs/server.md reports (printed, not asserted).
+    let mut lags = numbers(&seen["latency"]["events"], "lag_ms");
     assert!(!lags.is_empty(), "no event was seen live: {seen}");
     lags.sort_by(f64::total_cmp);
-    let mut steps: Vec<f64> = seen["latency"]["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["lag_ms"].as_f64().unwrap())
-        .collect();
+    let mut steps = numbers(&seen["latency"]["steps"], "lag_ms");
     steps.sort_by(f64::total_cmp);
     eprintln!(
         "event appended -> row drawn: {} events, median {:.1} ms, p95 {:.1} ms, max {:.1} ms; \
-         step event -> status drawn in the graph: {} changes, median {:.1} ms, max {:.1} ms; screenshot {}",
+         step event -> status drawn in the graph: {} changes, median {:.1} ms, max {:.1} ms",
         lags.len(),
         percentile(&lags, 0.5),
         percentile(&lags, 0.95),
@@ -218,8 +238,28 @@ fn a_run_is_submitted_watched_and_approved_from_the_page_in_headless_chromium() 
             percentile(&steps, 0.5)
         },
         steps.last().copied().unwrap_or(f64::NAN),
-        screenshot.display()
     );
+}
+
+#[test]
+fn a_cut_event_stream_resumes_from_last_event_id_with_nothing_missed_or_repeated() {
+    let (seen, shown) = approval_flow("cut-streams", true);
+    let last = shown["execution_history"].as_array().unwrap().len() as u64;
+    // Cut twice (once with nothing sent, once repeating an event the page
+    // had), the stream was reopened each time from the same Last-Event-ID...
+    let after = seen["streamed"]["after"].as_u64().unwrap();
+    let streams: Vec<u64> = numbers(&seen["streams"], "")
+        .into_iter()
+        .map(|n| n as u64)
+        .collect();
+    assert!(streams.len() >= 3, "{seen}");
+    assert_eq!(streams[..3], [after; 3], "{seen}");
+    // ...and delivered every event after it exactly once, in order.
+    let streamed: Vec<u64> = numbers(&seen["streamed"]["seqs"], "")
+        .into_iter()
+        .map(|n| n as u64)
+        .collect();
+    assert_eq!(streamed, (after + 1..=last).collect::<Vec<_>>(), "{seen}");
 }
 
 #[test]

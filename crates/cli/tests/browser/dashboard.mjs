@@ -8,7 +8,8 @@
 // Input (environment): STEPWISE_URL, STEPWISE_TOKEN, DASH_NOTES,
 // DASH_WORKSPACE, DASH_PLAN (JSON), DASH_SCREENSHOT, DASH_PROFILE (a fresh
 // --user-data-dir), CHROMIUM (default /usr/bin/chromium); DASH_MODE=no-auth
-// only checks that a server without auth shows the runs with no sign-in.
+// only checks that a server without auth shows the runs with no sign-in;
+// DASH_CUT_STREAMS=1 cuts the page's first two event streams short.
 import { chromium } from 'playwright-core';
 
 const env = (name) => {
@@ -54,6 +55,29 @@ try { drive: {
   // Set once: still there at the end only if the page never reloaded.
   await page.evaluate(() => { window.__noReload = 'same page'; });
 
+  // DASH_CUT_STREAMS=1: the first two event streams the page opens are cut
+  // short: one ends before any event, one repeats the last event the page
+  // has and ends. The page must reconnect each time with the same Last-Event-ID, drop the
+  // repeat, and go on from the server's stream with nothing missed.
+  const streams = [];
+  if (process.env.DASH_CUT_STREAMS) await page.route('**/v1/runs/*/events*', async (route) => {
+    const req = route.request();
+    if (!(req.headers().accept || '').includes('text/event-stream')) return route.continue();
+    const last = Number(req.headers()['last-event-id']);
+    streams.push(last);
+    if (streams.length === 1) {
+      return route.fulfill({ status: 200, contentType: 'text/event-stream', body: ': cut\n\n' });
+    }
+    if (streams.length === 2 && last >= 1) {
+      const u = new URL(req.url());
+      u.search = `after=${last - 1}&limit=1`;
+      const page1 = await (await route.fetch({ url: u.toString(), headers: { ...req.headers(), accept: 'application/json' } })).json();
+      const ev = page1.events[0];
+      return route.fulfill({ status: 200, contentType: 'text/event-stream', body: `id: ${ev.seq}\nevent: ${ev.kind}\ndata: ${JSON.stringify(ev)}\n\n` });
+    }
+    return route.continue();
+  });
+
   await page.click('#submit summary');
   await page.fill('#submit-goal', 'What is the latency budget for the first token?');
   await page.fill('#submit-notes', env('DASH_NOTES'));
@@ -84,6 +108,7 @@ try { drive: {
     events: document.querySelectorAll('#events tr').length,
     critical: document.querySelectorAll('.timeline .span.critical').length,
     streamState: document.querySelector('#stream-state')?.textContent,
+    streamed: window.__stepwiseStream,
   }));
   await page.screenshot({ path: env('DASH_SCREENSHOT'), fullPage: true });
 
@@ -92,7 +117,7 @@ try { drive: {
   await page.waitForSelector(`#runs tr[data-run="${runId}"][data-status="ok"]`);
   const listed = await page.locator(`#runs tr[data-run="${runId}"] td`).allTextContents();
 
-  console.log(JSON.stringify({ runId, tool, args, saveStatusBefore, runStatusBefore, citedQuote, listed, errors, ...seen }));
+  console.log(JSON.stringify({ runId, tool, args, saveStatusBefore, runStatusBefore, citedQuote, listed, errors, streams, ...seen }));
 } } finally {
   await context.close();
 }

@@ -461,6 +461,10 @@ function runView(id) {
   let loaded = false; // past the first read: what arrives now is live
   const statusShown = new Map(); // step -> status last drawn
   const latency = (window.__stepwiseLatency = { events: [], steps: [] });
+  // What the stream itself delivered (the browser test checks it has no gap
+  // and no repeat across reconnects; a read of the output can fill a row
+  // first, so the rows alone would not show a gap in the stream).
+  const streamed = (window.__stepwiseStream = { after: null, seqs: [] });
 
   const el = {
     head: h('section', { class: 'card', id: 'run-head' }),
@@ -588,10 +592,11 @@ function runView(id) {
     if (!out || ctl.signal.aborted) return;
     loaded = true;
     const after = Math.max(0, ...events.map((e) => e.seq));
+    streamed.after = after;
     follow(id, after, {
       signal: ctl.signal,
       onState: (s) => { el.stream.textContent = s; },
-      onEvent: (ev) => { addEvent({ ...ev, via: 'stream' }); refresh(); },
+      onEvent: (ev) => { streamed.seqs.push(ev.seq); addEvent({ ...ev, via: 'stream' }); refresh(); },
       onEnd: (end) => { el.stream.textContent = `ended (${end.status})`; refresh(); },
     });
   })();
