@@ -77,7 +77,7 @@ impl Phoenix {
             http,
             _dir: dir,
         };
-        let deadline = Instant::now() + Duration::from_secs(180);
+        let deadline = Instant::now() + Duration::from_secs(300);
         loop {
             if let Some(status) = phoenix.child.try_wait().unwrap() {
                 panic!("phoenix serve exited ({status}): {}", phoenix.log());
@@ -87,7 +87,7 @@ impl Phoenix {
             }
             assert!(
                 Instant::now() < deadline,
-                "phoenix serve did not come up in 180 s: {}",
+                "phoenix serve did not come up in 300 s: {}",
                 phoenix.log()
             );
             std::thread::sleep(Duration::from_millis(250));
