@@ -915,8 +915,14 @@ mod tests {
                 .map(|kv| kv.value.clone())
         };
         // The whole log's tokens (the planner's call was before the crash).
-        assert_eq!(tokens(roots[0], GEN_AI_USAGE_INPUT_TOKENS), Some(Value::I64(220)));
-        assert_eq!(tokens(roots[0], GEN_AI_USAGE_OUTPUT_TOKENS), Some(Value::I64(60)));
+        assert_eq!(
+            tokens(roots[0], GEN_AI_USAGE_INPUT_TOKENS),
+            Some(Value::I64(220))
+        );
+        assert_eq!(
+            tokens(roots[0], GEN_AI_USAGE_OUTPUT_TOKENS),
+            Some(Value::I64(60))
+        );
         let attempts: Vec<&SpanData> = sent.iter().filter(|s| s.name == "execute_step").collect();
         assert_eq!(attempts.len(), 2);
         assert_eq!(
@@ -938,8 +944,16 @@ mod tests {
         for content in [false, true] {
             let spans = fold(&mut Spans::new(RUN, content, &[]), &log());
             let text = format!("{spans:?}");
-            for words in ["What is our latency budget?", "latency budget first token", "1.5 seconds"] {
-                assert_eq!(text.contains(words), content, "{words:?} with content={content}");
+            for words in [
+                "What is our latency budget?",
+                "latency budget first token",
+                "1.5 seconds",
+            ] {
+                assert_eq!(
+                    text.contains(words),
+                    content,
+                    "{words:?} with content={content}"
+                );
             }
         }
     }
