@@ -5,7 +5,9 @@
 //! nodes → step attempts → tool and model calls) with the GenAI attributes
 //! and the run's token counts; `--trace-content` adds prompts and tool
 //! arguments; a run paused for approval and resumed in another process is
-//! one trace. Without a receiver (a closed port, or one that never answers)
+//! one trace; so is a run crashed mid-step and resumed; runs driven by
+//! `stepwise serve` and by `stepwise worker` (on `$STEPWISE_TEST_PG`) are
+//! traced alike. Without a receiver (a closed port, or one that never answers)
 //! a run finishes as fast as untraced and warns once.
 #![allow(
     clippy::unwrap_used,
@@ -26,6 +28,7 @@ use std::time::{Duration, Instant};
 use common::{Out, Scratch, Stepwise};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
+use stepwise_store::postgres::testing::ScratchDb;
 
 /// A port nothing listens on any more (bound, then released).
 fn free_port() -> u16 {
@@ -235,6 +238,59 @@ fn served_run_is_traced(phoenix: &Phoenix) {
         assert_eq!(named(&spans, node).len(), 1, "{node}: {spans:#?}");
     }
     server.kill();
+}
+
+/// `stepwise worker` exports the runs it claims from a PostgreSQL queue
+/// (`$STEPWISE_TEST_PG`, which `scripts/test` starts): the same tree.
+fn worked_run_is_traced(phoenix: &Phoenix, env: &Env) {
+    let db = ScratchDb::new("traces").unwrap_or_else(|e| panic!("{e}"));
+    let pg = |args: &[&str]| {
+        Stepwise::new()
+            .current_dir(env.dir.path())
+            .env("STEPWISE_DB", db.url())
+            .args(args)
+            .run()
+    };
+    let migrated = pg(&["migrate"]);
+    assert_eq!(migrated.code, 0, "{}", migrated.stderr);
+    std::fs::write(env.dir.path().join("worker.json"), script().to_string()).unwrap();
+    let notes = notes();
+    let queued = pg(&[
+        "run",
+        "What is our latency budget?",
+        "--notes",
+        notes.to_str().unwrap(),
+        "--model",
+        "script:worker.json",
+        "--run-id",
+        "run_worker",
+        "--detach",
+    ]);
+    assert_eq!(queued.code, 0, "{}", queued.stderr);
+    let worked = Stepwise::new()
+        .current_dir(env.dir.path())
+        .env("STEPWISE_DB", db.url())
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", phoenix.endpoint())
+        .args(["worker", "--drain", "--poll-ms", "50", "--quiet"])
+        .run();
+    assert_eq!(worked.code, 0, "{}", worked.stderr);
+    let spans = phoenix.spans(&trace_of("run_worker"), |s| has_root(s) && s.len() >= 14);
+    let ids = by_id(&spans);
+    let root = named(&spans, "run")[0];
+    assert_eq!(root["attributes"]["stepwise.status"], "ok");
+    assert_eq!(
+        root["attributes"]["gen_ai.usage.input_tokens"],
+        101 + 52 + 73
+    );
+    let tool = named(&spans, "execute_tool search_notes");
+    assert_eq!(tool.len(), 1, "{spans:#?}");
+    assert_eq!(parent_name(&ids, tool[0]), "execute_step");
+    let planner = spans
+        .iter()
+        .find(|s| s["attributes"]["stepwise.role"] == "planner")
+        .unwrap_or_else(|| panic!("no planner call: {spans:#?}"));
+    assert_eq!(parent_name(&ids, planner), "create_plan");
+    assert_eq!(planner["attributes"]["gen_ai.usage.input_tokens"], 101);
 }
 
 /// The trace id Stepwise derives from a run id (hex).
@@ -489,6 +545,7 @@ fn phoenix_receives_the_span_tree_with_genai_attributes_and_the_runs_tokens() {
     );
 
     served_run_is_traced(&phoenix);
+    worked_run_is_traced(&phoenix, &env);
 
     // A crash mid-step (the process aborts after writing `step_started`),
     // then a resume: one trace whose root the resuming process sends, the
