@@ -29,10 +29,11 @@ pub(crate) enum Next {
     To(Node),
     /// replan, told why.
     Replan(String),
-    /// mark_needs_review, told why.
-    Review(Review),
+    /// mark_needs_review, told why. (Boxed, as the answer is: a run's
+    /// future holds a `Next`, and these are rare and large.)
+    Review(Box<Review>),
     /// synthesize_report, with the ReAct actor's answer as the report.
-    Answer(Report, Usage),
+    Answer(Box<(Report, Usage)>),
 }
 
 impl Next {
@@ -69,10 +70,10 @@ pub(crate) struct Review {
 impl Review {
     /// To mark_needs_review, for this reason.
     pub(crate) fn because(reason: impl Into<String>) -> Next {
-        Next::Review(Self {
+        Next::Review(Box::new(Self {
             reason: reason.into(),
             ..Self::default()
-        })
+        }))
     }
 }
 
@@ -743,6 +744,17 @@ mod tests {
             Ok(Node::MarkNeedsReview)
         );
         assert!(d(&s, Some(Verdict::Replan), false, false).is_err());
+    }
+
+    #[test]
+    fn a_transition_stays_small_in_the_runs_future() {
+        // The large, rare payloads are boxed: a transition is no larger
+        // than a replan's reason.
+        assert!(
+            std::mem::size_of::<Next>() <= std::mem::size_of::<String>(),
+            "Next is {} bytes",
+            std::mem::size_of::<Next>()
+        );
     }
 
     #[test]

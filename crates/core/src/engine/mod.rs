@@ -518,8 +518,11 @@ impl<'e> Run<'e> {
         let node = match next {
             Next::To(node) => node,
             Next::Replan(reason) => return self.replan(reason).await,
-            Next::Review(review) => return self.mark_needs_review(review).await,
-            Next::Answer(report, usage) => return self.write_report(report, usage).await,
+            Next::Review(review) => return self.mark_needs_review(*review).await,
+            Next::Answer(answer) => {
+                let (report, usage) = *answer;
+                return self.write_report(report, usage).await;
+            }
         };
         match node {
             Node::PrepareInput => self.prepare_input().await,

@@ -82,7 +82,7 @@ impl Run<'_> {
                     self.record(EventKind::GapsNoted { gaps }).await?;
                 }
                 // synthesize_report writes the answer as the report.
-                Ok(Next::Answer(report, reply.usage))
+                Ok(Next::Answer(Box::new((report, reply.usage))))
             }
             // Escalation needs room to plan: at the run's own step bound
             // (`max_steps`) the run stops at the cap as plain react does.

@@ -27,11 +27,11 @@ impl Run<'_> {
     ) -> NodeResult {
         let brief = self.vet_report(report).await?;
         if brief.evidence.is_empty() {
-            return Ok(Next::Review(Review {
+            return Ok(Next::Review(Box::new(Review {
                 reason: no_evidence_reason(&self.state, &brief),
                 partial: Some((brief, usage)),
                 ..Review::default()
-            }));
+            })));
         }
         self.record(EventKind::Synthesized {
             report: brief.report,

@@ -231,10 +231,10 @@ impl Run<'_> {
 /// A role's answer was unusable even after its repair round-trip: stop
 /// for a person (resumable; a resume asks again) rather than fail.
 pub(super) fn stop_for_review(error: &RoleError) -> Next {
-    Next::Review(Review {
+    Next::Review(Box::new(Review {
         reason: error.to_string(),
         usage: error.usage(),
         ask_again: true,
         partial: None,
-    })
+    }))
 }
