@@ -37,6 +37,11 @@ use crate::events;
 use crate::jobs::{Phase, shutting_down};
 use crate::launcher::{ApproveMode, NewRun, Resume};
 
+/// How long an approval, a rejection or a resume waits for this server's
+/// job to give back a run that its status already shows at rest (see
+/// [`crate::jobs::Jobs::settle`]).
+const SETTLE: Duration = Duration::from_secs(10);
+
 /// The state every handler shares.
 #[derive(Clone)]
 pub(crate) struct AppState(pub(crate) Arc<Shared>);
@@ -663,6 +668,7 @@ async fn approve(
     // Checked before the lease, and again under it.
     act::approvals(&state, req.plan_version, &req.steps, &tenant.0)?;
     let (state, kinds) = {
+        shared.jobs.settle(&run, SETTLE).await?;
         let _claim = shared.jobs.claim(&run)?;
         act::with_lease(&shared, &run, |state| {
             act::approvals(state, req.plan_version, &req.steps, &tenant.0)
@@ -717,6 +723,7 @@ async fn reject(
     }
     let run = state.run_id.clone();
     act::refusals(&state, &reason, &tenant.0)?;
+    shared.jobs.settle(&run, SETTLE).await?;
     let _claim = shared.jobs.claim(&run)?;
     let (state, kinds) = act::with_lease(&shared, &run, |state| {
         act::refusals(state, &reason, &tenant.0)
@@ -769,6 +776,9 @@ async fn resume(
         approve: req.approve,
     };
     shared.launcher.check_resume(&state, &resume).await?;
+    if state.status != RunStatus::Running {
+        shared.jobs.settle(&run, SETTLE).await?;
+    }
     shared.jobs.submit(&shared, run.clone(), Some(resume))?;
     Ok(submitted(&run, ApiStatus::Queued))
 }

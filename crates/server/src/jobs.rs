@@ -125,6 +125,28 @@ impl Jobs {
         })
     }
 
+    /// Waits (up to `wait`) for this server's job on `run` to end, for a
+    /// run whose record says it is at rest (paused for an approval or a
+    /// review). The job records the pause before it winds down (stopping
+    /// the run's MCP servers, giving back its lease), so for a moment the
+    /// run is still here; a person's change made then must not be refused
+    /// as `run_busy`. Returns at once if no job of this server works on it.
+    pub(crate) async fn settle(&self, run: &RunId, wait: Duration) -> Result<(), ApiError> {
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            let mut done = match self.lock().get(run) {
+                Some(e) if e.phase == Phase::Running => e.done.clone(),
+                _ => return Ok(()),
+            };
+            if tokio::time::timeout_at(deadline, done.wait_for(|d| *d))
+                .await
+                .is_err()
+            {
+                return Err(busy(run, Phase::Running));
+            }
+        }
+    }
+
     /// Queues work on `run` (a fresh run, a client's resume, or a run to
     /// continue after a restart).
     pub(crate) fn submit(
