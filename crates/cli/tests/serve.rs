@@ -1164,6 +1164,77 @@ async fn bad_requests_get_json_errors_with_stable_codes() {
     assert_eq!(wrong.status, 405);
 }
 
+/// Sends a request's head and only the first `sent` bytes of `body` over a
+/// raw connection, then reads the answer: status and JSON body.
+fn send_part(url: &str, head: &str, body: &str, sent: usize) -> (u16, Value) {
+    use std::io::Write;
+    let addr = url.strip_prefix("http://").unwrap();
+    let mut conn = std::net::TcpStream::connect(addr).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    write!(
+        conn,
+        "{head}Host: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{}",
+        body.len(),
+        &body[..sent]
+    )
+    .unwrap();
+    conn.flush().unwrap();
+    let mut answer = Vec::new();
+    // The server closes the connection after answering (or the read times
+    // out, and the answer below is empty).
+    let _ = conn.read_to_end(&mut answer);
+    let answer = String::from_utf8_lossy(&answer).into_owned();
+    let status = answer
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let json = answer
+        .split_once("\r\n\r\n")
+        .and_then(|(_, b)| serde_json::from_str(b).ok())
+        .unwrap_or(Value::Null);
+    (status, json)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_longer_than_request_timeout_ms_gets_503_timeout() {
+    let site = Site::new("timeout", "[serve.limits]\nrequest_timeout_ms = 3000\n");
+    let server = site.serve(&[]);
+    let head = format!("POST /v1/runs HTTP/1.1\r\nAuthorization: Bearer {ACME}\r\n");
+    let body = run_body("tiny").to_string();
+    // A client that stops half-way through its body holds the request open
+    // until the limit answers it. (The limit is far above what a whole
+    // request takes even on a loaded machine, so only the stalled one meets it.)
+    let (url, h, b) = (server.url.clone(), head.clone(), body.clone());
+    let (status, answer) =
+        tokio::task::spawn_blocking(move || send_part(&url, &h, &b, b.len() / 2))
+            .await
+            .unwrap();
+    assert_eq!(
+        status,
+        503,
+        "status 0 = no answer within 60 s: {answer}\n{}",
+        server.stderr()
+    );
+    assert_eq!(answer["error"]["code"], "timeout", "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("3000 ms"),
+        "{answer}"
+    );
+    // Nothing was recorded; the same request sent whole is taken.
+    assert_eq!(server.get("/v1/runs", ACME).await.body["runs"], json!([]));
+    let url = server.url.clone();
+    let (status, answer) =
+        tokio::task::spawn_blocking(move || send_part(&url, &head, &body, body.len()))
+            .await
+            .unwrap();
+    assert_eq!(status, 202, "{answer}\n{}", server.stderr());
+    assert_eq!(answer["status"], "queued");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_openapi_document_lists_every_route_the_server_answers() {
     let site = Site::new("openapi", "");
