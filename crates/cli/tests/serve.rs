@@ -1170,7 +1170,8 @@ fn send_part(url: &str, head: &str, body: &str, sent: usize) -> (u16, Value) {
     use std::io::Write;
     let addr = url.strip_prefix("http://").unwrap();
     let mut conn = std::net::TcpStream::connect(addr).unwrap();
-    conn.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
     write!(
         conn,
         "{head}Host: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{}",
