@@ -20,6 +20,7 @@ use serde_json::{Value, json};
 mod common;
 
 use common::{Running, Scratch, Stepwise, save_plan};
+use stepwise_store::postgres::testing::ScratchDb;
 
 const ACME: &str = "acme-token-0123456789";
 const GLOBEX: &str = "globex-token-0123456789";
@@ -31,9 +32,19 @@ fn examples() -> PathBuf {
 /// A folder laid out as a server's: `stepwise.toml`, a notes root with
 /// `rag` (the example notes) and `tiny` (two notes), a workspace root, a
 /// notes folder outside the roots and a link to it from inside, the database.
-struct Site(Scratch);
+struct Site(Scratch, Option<ScratchDb>);
 
 impl Site {
+    /// A site whose run database is a scratch PostgreSQL database, migrated.
+    fn on_postgres(name: &str) -> Site {
+        let db = ScratchDb::new(name).unwrap_or_else(|e| panic!("{e}"));
+        let mut site = Site::new(name, "");
+        site.1 = Some(db);
+        let migrated = site.cli(&["migrate"], &[]);
+        assert_eq!(migrated.code, 0, "{}", migrated.stderr);
+        site
+    }
+
     fn new(name: &str, extra_toml: &str) -> Site {
         let scratch = Scratch::new("serve", name);
         let p = scratch.path();
@@ -66,15 +77,29 @@ impl Site {
              [[serve.tokens]]\ntenant = \"globex\"\ntoken_env = \"GLOBEX_TOKEN\"\n"
         );
         std::fs::write(p.join("stepwise.toml"), toml).unwrap();
-        Site(scratch)
+        Site(scratch, None)
     }
 
     fn path(&self) -> &Path {
         self.0.path()
     }
 
+    /// The `--db` value: the SQLite file, or the PostgreSQL URL.
     fn db(&self) -> PathBuf {
-        self.0.db()
+        match &self.1 {
+            Some(pg) => PathBuf::from(pg.url()),
+            None => self.0.db(),
+        }
+    }
+
+    /// `stepwise worker` on this site's database, in its folder.
+    fn worker(&self, extra: &[&str], env: &[(&str, &str)]) -> Stepwise {
+        Stepwise::new()
+            .current_dir(self.path())
+            .db(&self.db())
+            .args(["worker", "--lease-ms", "3000", "--poll-ms", "50"])
+            .args(extra)
+            .envs(env)
     }
 
     /// `stepwise serve` here, with `env` on top.
@@ -1646,4 +1671,161 @@ async fn without_auth_on_loopback_every_request_acts_for_the_local_tenant() {
     );
     let done = server.get(&format!("/v1/runs/{run}"), "ignored").await;
     assert_eq!(done.body["execution_history"][0]["host"]["tenant"], "local");
+}
+
+/// The run as `GET /v1/runs` lists it.
+async fn listed(server: &Server, run: &str) -> Value {
+    let list = server.get("/v1/runs", ACME).await;
+    assert_eq!(list.status, 200, "{list:?}");
+    list.body["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["run_id"] == run)
+        .cloned()
+        .unwrap_or_else(|| panic!("{run} not listed: {list:?}"))
+}
+
+fn kinds(log: &[Value]) -> Vec<&str> {
+    log.iter().map(|e| e["kind"].as_str().unwrap()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_postgres_the_server_queues_runs_and_workers_work_on_them() {
+    let site = Site::on_postgres("serve-pg");
+    let server = site.serve(&[]);
+
+    // Submitted runs wait in the queue: nothing works on them but workers.
+    let run = server.submit(ACME, run_body("tiny")).await;
+    let gone = server.submit(ACME, run_body("tiny")).await;
+    let cancelled = server
+        .post(&format!("/v1/runs/{gone}/cancel"), ACME, json!({}))
+        .await;
+    assert_eq!(cancelled.body["status"], "cancelled", "{cancelled:?}");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let item = listed(&server, &run).await;
+    assert_eq!(item["status"], "queued", "{item}");
+    assert_eq!(item["held_by"], Value::Null, "{item}");
+    let queued = server.get("/v1/runs?status=queued", ACME).await;
+    let ids: Vec<&Value> = queued.body["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| &r["run_id"])
+        .collect();
+    assert_eq!(ids, [&json!(run)], "{queued:?}");
+    assert_eq!(
+        kinds(&logged(&server, ACME, &run).await),
+        ["run_started"],
+        "{}",
+        server.stderr()
+    );
+
+    // A worker starts it as the server would have: no `run_resumed`.
+    let worker = site.worker(&["--drain"], &[]);
+    let out = tokio::task::spawn_blocking(move || worker.run())
+        .await
+        .unwrap();
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let got = server.get(&format!("/v1/runs/{run}"), ACME).await;
+    assert_eq!(got.body["status"], "ok", "{got:?}\n{}", out.stderr);
+    let shown = site.cli(&["show", &run, "--json"], &[]);
+    assert_eq!(shown.code, 0, "{}", shown.stderr);
+    assert_eq!(got.body, shown.json());
+    let log = logged(&server, ACME, &run).await;
+    assert!(!kinds(&log).contains(&"run_resumed"), "{:?}", kinds(&log));
+    assert_eq!(listed(&server, &run).await["status"], "ok");
+    // The run cancelled while queued stayed cancelled: the worker let it be.
+    assert_eq!(
+        kinds(&logged(&server, ACME, &gone).await),
+        ["run_started", "run_cancelled"]
+    );
+
+    // A side effect: the run pauses for approval in a worker, is approved
+    // through the API with resume, and a worker finishes it.
+    let mut worker = site
+        .worker(&[], &[("STEPWISE_TOOL_DELAY_MS", "800")])
+        .stderr(Stdio::null())
+        .spawn();
+    let pid = worker.id().to_string();
+    let body = json!({
+        "goal": "Save the latency budget",
+        "notes": "rag",
+        "plan": save_plan(),
+        "workspace": "job",
+    });
+    let saving = server.submit(ACME, body).await;
+    let start = Instant::now();
+    let holder = loop {
+        let item = listed(&server, &saving).await;
+        if let Some(holder) = item["held_by"].as_str() {
+            assert_eq!(item["status"], "running", "{item}");
+            break holder.to_owned();
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "no worker took {saving}: {item}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert!(
+        holder.ends_with(&format!(":{pid}")),
+        "{holder} is not worker {pid}"
+    );
+    // A cancel of a run a worker holds says which worker.
+    let refused = server
+        .post(&format!("/v1/runs/{saving}/cancel"), ACME, json!({}))
+        .await;
+    assert_eq!(refused.code(), "run_leased", "{refused:?}");
+    assert!(
+        refused.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains(&holder),
+        "{refused:?}"
+    );
+    server.wait_for(ACME, &saving, &["awaiting_approval"]).await;
+    let ws = site.path().join("roots/ws/job");
+    assert!(!ws.join("latency.md").exists());
+    let pending = server
+        .get(&format!("/v1/runs/{saving}/approvals"), ACME)
+        .await;
+    let hash = pending.body["steps"][0]["args_hash"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // The worker gives the lease back once the run paused.
+    let start = Instant::now();
+    let approved = loop {
+        let answer = server
+            .post(
+                &format!("/v1/runs/{saving}/approve"),
+                ACME,
+                json!({"steps": [{"step": "save", "args_hash": &hash}], "resume": true}),
+            )
+            .await;
+        if answer.code() != "run_leased" || start.elapsed() > Duration::from_secs(15) {
+            break answer;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(approved.status, 200, "{approved:?}");
+    assert_eq!(approved.body["resumed"], true, "{approved:?}");
+    let done = server
+        .wait_for(ACME, &saving, &["ok", "failed", "needs_review"])
+        .await;
+    assert_eq!(done["status"], "ok", "{done}");
+    assert!(ws.join("latency.md").is_file());
+    let ledger = std::fs::read_to_string(ws.join(".stepwise/writes.jsonl")).unwrap();
+    assert_eq!(ledger.lines().count(), 1, "{ledger}");
+    let log = logged(&server, ACME, &saving).await;
+    let resumed: Vec<&Value> = log.iter().filter(|e| e["kind"] == "run_resumed").collect();
+    assert_eq!(resumed.len(), 1, "{:?}", kinds(&log));
+    // The resume's `by` reached the worker through the queue.
+    assert_eq!(resumed[0]["by"], "acme");
+    assert_eq!(
+        site.cli(&["show", &saving, "--json"], &[]).json(),
+        server.get(&format!("/v1/runs/{saving}"), ACME).await.body
+    );
+    worker.kill();
 }

@@ -572,7 +572,7 @@ async fn submit(
         })
         .await?;
     shared.remember(&run_id, Some(tenant.0));
-    shared.jobs.submit(&shared, run_id.clone(), None)?;
+    shared.submit(run_id.clone(), None).await?;
     Ok(submitted(&run_id, ApiStatus::Queued))
 }
 
@@ -609,8 +609,13 @@ async fn list(
     };
     let mut runs = Vec::new();
     let mut next_cursor = None;
+    let waiting = shared.waiting().await;
     for s in mine.into_iter().skip(start) {
-        let status = ApiStatus::of(s.status, shared.jobs.phase(&s.run_id));
+        let phase = shared
+            .jobs
+            .phase(&s.run_id)
+            .or_else(|| waiting.contains(&s.run_id).then_some(Phase::Queued));
+        let status = ApiStatus::of(s.status, phase);
         if query.status.is_some_and(|wanted| wanted != status) {
             continue;
         }
@@ -688,14 +693,15 @@ async fn approve(
     let pending = act::pending(&state);
     let mut resumed = false;
     if req.resume && pending.plan_version.is_none() && pending.steps.is_empty() {
-        shared.jobs.submit(
-            &shared,
-            run.clone(),
-            Some(Resume {
-                by: tenant.0.clone(),
-                ..Resume::default()
-            }),
-        )?;
+        shared
+            .submit(
+                run.clone(),
+                Some(Resume {
+                    by: tenant.0.clone(),
+                    ..Resume::default()
+                }),
+            )
+            .await?;
         resumed = true;
     }
     Ok(Json(Approved {
@@ -703,7 +709,7 @@ async fn approve(
         approved,
         pending,
         resumed,
-        status: ApiStatus::of(state.status, shared.jobs.phase(&run)),
+        status: ApiStatus::of(state.status, shared.phase(&run).await),
     }))
 }
 
@@ -779,7 +785,7 @@ async fn resume(
     if state.status != RunStatus::Running {
         shared.jobs.settle(&run, SETTLE).await?;
     }
-    shared.jobs.submit(&shared, run.clone(), Some(resume))?;
+    shared.submit(run.clone(), Some(resume)).await?;
     Ok(submitted(&run, ApiStatus::Queued))
 }
 

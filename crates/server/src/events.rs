@@ -222,7 +222,7 @@ pub(crate) async fn events(
             .collect();
         return Ok(EventsResponse::Page(Json(EventPage {
             run_id: run.to_string(),
-            status: ApiStatus::of(state.status, shared.jobs.phase(&run)),
+            status: ApiStatus::of(state.status, shared.phase(&run).await),
             events,
             last_seq: state.execution_history.len() as u64,
         })));

@@ -5,6 +5,7 @@
 //! resume` — records runs and works on them. So a run the server started can
 //! be resumed by the CLI, and the other way round.
 
+use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -224,4 +225,26 @@ pub trait Launcher: Send + Sync + 'static {
 
     /// What `usage` cost on `model` (a model spec), if the program knows its price.
     fn cost(&self, model: &str, usage: &Usage) -> Option<f64>;
+
+    /// Whether other processes work on this store's runs (`stepwise
+    /// worker`s sharing a PostgreSQL queue) rather than this server: then a
+    /// submit, an approve-with-resume and a resume are
+    /// [enqueued](Launcher::enqueue), and a restart re-submits nothing.
+    fn delegates(&self) -> bool {
+        false
+    }
+
+    /// Hands a recorded run — or a client's resume of it, with its bounds —
+    /// to the workers' queue. Only called when [`Launcher::delegates`].
+    async fn enqueue(&self, run: &RunId, resume: Option<Resume>) -> Result<(), LaunchError> {
+        let _ = resume;
+        Err(LaunchError::Failed(format!(
+            "run {run}: this server works on its runs itself; it has no workers' queue"
+        )))
+    }
+
+    /// The runs waiting in the workers' queue that no worker holds now.
+    async fn waiting(&self) -> Result<HashSet<RunId>, LaunchError> {
+        Ok(HashSet::new())
+    }
 }

@@ -38,7 +38,7 @@ mod launcher;
 mod metrics;
 pub mod paths;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
@@ -68,7 +68,7 @@ pub use crate::paths::{RootError, Roots};
 use crate::api::AppState;
 use crate::error::ApiResult;
 use crate::hub::Hub;
-use crate::jobs::Jobs;
+use crate::jobs::{Jobs, Phase};
 use crate::metrics::Metrics;
 
 /// A listed run's strategy and cost (`None`: no price for its model).
@@ -119,6 +119,43 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    /// Queues work on a run: in this server's own queue, or — when workers
+    /// elsewhere work on the store's runs — in theirs.
+    async fn submit(self: &Arc<Self>, run: RunId, resume: Option<Resume>) -> Result<(), ApiError> {
+        if !self.launcher.delegates() {
+            return self.jobs.submit(self, run, resume);
+        }
+        if self.jobs.is_closed() {
+            return Err(jobs::shutting_down());
+        }
+        self.launcher.enqueue(&run, resume).await?;
+        self.hub.notify(&run, 0);
+        Ok(())
+    }
+
+    /// The runs waiting in the workers' queue (empty when this server
+    /// works on its runs itself).
+    async fn waiting(&self) -> HashSet<RunId> {
+        if !self.launcher.delegates() {
+            return HashSet::new();
+        }
+        match self.launcher.waiting().await {
+            Ok(waiting) => waiting,
+            Err(e) => {
+                (self.log)(&format!("cannot read the workers' queue: {e}"));
+                HashSet::new()
+            }
+        }
+    }
+
+    /// Where `run` stands: in this server, or waiting in the workers' queue.
+    async fn phase(&self, run: &RunId) -> Option<Phase> {
+        match self.jobs.phase(run) {
+            Some(phase) => Some(phase),
+            None => self.waiting().await.contains(run).then_some(Phase::Queued),
+        }
+    }
+
     /// Whether `tenant` owns a run recorded with `owner`.
     fn owns(&self, tenant: &auth::Tenant, owner: Option<&str>) -> bool {
         match owner {
@@ -421,6 +458,9 @@ impl Server {
     /// `running`, a tenant on record) and that no live process holds;
     /// returns how many were queued.
     pub async fn recover(&self) -> usize {
+        if self.shared.launcher.delegates() {
+            return 0; // the workers own them: an orphan's lease runs out and one claims it
+        }
         let Ok(summaries) = self.shared.store.list_runs().await else {
             return 0;
         };

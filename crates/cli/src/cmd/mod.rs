@@ -7,6 +7,7 @@ pub(crate) mod approve;
 pub(crate) mod bench;
 pub(crate) mod cancel;
 pub(crate) mod migrate;
+pub(crate) mod pickup;
 pub(crate) mod plan;
 pub(crate) mod reject;
 pub(crate) mod replay;

@@ -10,7 +10,7 @@
 //! tenant (and the approval mode) beside the CLI's settings in the host
 //! JSON, which the CLI keeps as it is when it resumes the run.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -24,21 +24,20 @@ use stepwise_core::{
     Usage,
 };
 use stepwise_server::{
-    ApproveMode as ServeApprove, Auth, DEFAULT_LISTEN, ErrorCode, LaunchError, Launcher, NewRun,
-    Resume, Server, ServerOptions, Stop, TENANT_KEY, Work,
+    Auth, DEFAULT_LISTEN, ErrorCode, LaunchError, Launcher, NewRun, Resume, Server, ServerOptions,
+    Stop, TENANT_KEY, Work,
 };
+use stepwise_store::PgStore;
 use stepwise_tools::notes::LoadedCorpus;
 
 use crate::cli::{ApproveMode, ServeArgs};
+use crate::cmd::pickup::{self, APPROVE_KEY, Pickup, Recorded};
 use crate::config::Config;
 use crate::db::{self, LEASE_TTL_MS};
 use crate::error::{CliError, CliResult};
 use crate::output;
 use crate::render::usage::priced_output_with;
 use crate::session::{self, EngineBuilder, Host};
-
-/// The host JSON key of a server run's approval mode (beside [`TENANT_KEY`]).
-const APPROVE_KEY: &str = "approve";
 
 /// `stepwise serve [--listen ADDR] [--insecure-no-auth]`.
 pub(crate) fn serve(args: &ServeArgs, db_flag: Option<&PathBuf>) -> CliResult {
@@ -85,7 +84,17 @@ pub(crate) fn serve(args: &ServeArgs, db_flag: Option<&PathBuf>) -> CliResult {
     let store = db::open(db_flag)?;
     // Reads (and a person's changes) on a connection of their own.
     let reads = db::open(db_flag)?;
-    let launcher = Arc::new(ServeLauncher { store, config, cwd });
+    // On PostgreSQL, `stepwise worker`s work on the runs: the server queues them.
+    let queue = match db::url(db_flag) {
+        Some(url) => Some(db::open_postgres(&url)?),
+        None => None,
+    };
+    let launcher = Arc::new(ServeLauncher {
+        store,
+        queue,
+        config,
+        cwd,
+    });
     let log: stepwise_server::Log = Arc::new(|line: &str| output::note(line));
     let insecure = auth.is_none();
     let server = Server::new(ServerOptions {
@@ -124,6 +133,8 @@ pub(crate) fn serve(args: &ServeArgs, db_flag: Option<&PathBuf>) -> CliResult {
 struct ServeLauncher {
     /// The engines' store (a second connection serves the API's reads).
     store: db::Db,
+    /// The workers' queue, on PostgreSQL: runs are put there, not worked on here.
+    queue: Option<Arc<PgStore>>,
     config: Config,
     cwd: PathBuf,
 }
@@ -249,39 +260,11 @@ impl ServeLauncher {
         }
         let host = Host::of(&state).map_err(|e| LaunchError::NotResumable(format!("{e:#}")))?;
         let loaded = notes(&host.notes).await?;
-        let recorded = state
-            .host
-            .get(APPROVE_KEY)
-            .and_then(|v| serde_json::from_value::<ServeApprove>(v.clone()).ok());
-        let approve = match resume.as_ref().and_then(|r| r.approve).or(recorded) {
-            Some(ServeApprove::Auto) => ApproveMode::Auto,
-            Some(ServeApprove::Never) | None => ApproveMode::Never,
-        };
-        let fresh = resume.is_none() && state.execution_history.len() == 1;
-        let options = if fresh {
-            None
-        } else {
-            let (changed, new_host) = if state.status == RunStatus::NeedsReview {
-                crate::cmd::resume::host_changes(&state, &host, &loaded)
-            } else {
-                (Vec::new(), Value::Null)
-            };
-            let resume = resume.unwrap_or_default();
-            let options = ResumeOptions {
-                by: if resume.by.is_empty() {
-                    "stepwise serve".to_owned()
-                } else {
-                    resume.by
-                },
-                max_replans: resume.max_replans,
-                max_steps: resume.max_steps,
-                changed,
-                host: new_host,
-            };
-            if state.status == RunStatus::NeedsReview && what_changed(&state, &options).is_empty() {
-                return Ok(RunStatus::NeedsReview); // it would only repeat itself
-            }
-            Some(options)
+        let approve = pickup::approve_mode(&state, resume.as_ref().and_then(|r| r.approve));
+        let options = match pickup::pickup(&state, &host, &loaded, resume, "stepwise serve") {
+            Pickup::Start => None,
+            Pickup::Resume(options) => Some(options),
+            Pickup::Unchanged => return Ok(RunStatus::NeedsReview), // it would only repeat itself
         };
         // Its MCP servers, started for this piece of work and stopped after it.
         let log = crate::mcp::log_path(self.store.file(), run.as_str());
@@ -469,6 +452,33 @@ impl Launcher for ServeLauncher {
 
     fn cost(&self, model: &str, usage: &Usage) -> Option<f64> {
         self.config.price(model).map(|p| p.cost(usage))
+    }
+
+    fn delegates(&self) -> bool {
+        self.queue.is_some()
+    }
+
+    async fn enqueue(&self, run: &RunId, resume: Option<Resume>) -> Result<(), LaunchError> {
+        let Some(queue) = &self.queue else {
+            return Err(failed(
+                "this server has no workers' queue (not on PostgreSQL)",
+            ));
+        };
+        let spec = Recorded {
+            resume: resume.map(Into::into),
+        };
+        let spec = serde_json::to_value(spec).map_err(failed)?;
+        queue
+            .requeue(run, &spec)
+            .await
+            .map_err(|e| lease_error(run, e))
+    }
+
+    async fn waiting(&self) -> Result<HashSet<RunId>, LaunchError> {
+        let Some(queue) = &self.queue else {
+            return Ok(HashSet::new());
+        };
+        Ok(queue.waiting().await.map_err(failed)?.into_iter().collect())
     }
 }
 

@@ -29,14 +29,15 @@ use anyhow::{Context, anyhow};
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use stepwise_core::engine::ResumeOptions;
 use stepwise_core::event::{EventSink, SinkError};
 use stepwise_core::{Constraints, Event, Lease, RunId, RunLease, RunStatus, Store, StoreError};
+use stepwise_server::Resume;
 use stepwise_store::PgStore;
 use stepwise_store::postgres::queue::Job;
 use tokio::task::JoinSet;
 
 use crate::cli::{ApproveMode, WorkerArgs, WorkersArgs};
+use crate::cmd::pickup::{self, Pickup, Recorded};
 use crate::config::Config;
 use crate::db;
 use crate::error::{CliError, CliResult};
@@ -161,15 +162,30 @@ async fn work(ctx: Arc<Ctx>, job: Job) -> anyhow::Result<Outcome> {
         Err(e) => return Ok(Outcome::GaveBack(e.to_string())),
     };
     let spec: Option<Detached> = serde_json::from_value(job.spec.clone()).ok();
+    // A run the server recorded carries only a person's resume, if any.
+    let asked: Option<Resume> = match &spec {
+        Some(_) => None,
+        None => serde_json::from_value::<Recorded>(job.spec.clone())
+            .ok()
+            .and_then(|r| r.resume)
+            .map(Into::into),
+    };
     let (mut host, approve) = match (&existing, &spec) {
-        (Some(state), _) if state.status != RunStatus::Running => {
+        (Some(state), _)
+            if matches!(
+                state.status,
+                RunStatus::Ok | RunStatus::Failed | RunStatus::Cancelled
+            ) || (state.status != RunStatus::Running && asked.is_none()) =>
+        {
             // It ended or paused before the last worker could say so.
             return Ok(Outcome::Done(state.status));
         }
         (Some(state), spec) => (
             Host::of(state)?,
-            spec.as_ref()
-                .map_or(ApproveMode::Never, |s| approve_mode(&s.approve)),
+            match spec {
+                Some(s) => approve_mode(&s.approve),
+                None => pickup::approve_mode(state, asked.as_ref().and_then(|r| r.approve)),
+            },
         ),
         (None, Some(spec)) => {
             let mut host: Host =
@@ -184,7 +200,14 @@ async fn work(ctx: Arc<Ctx>, job: Job) -> anyhow::Result<Outcome> {
     if host.strategy.is_empty() {
         host.strategy = stepwise_core::strategy::DEFAULT_STRATEGY.to_owned();
     }
-    let corpus = Arc::new(crate::session::load_notes(&host.notes, true)?.corpus);
+    let loaded = crate::session::load_notes(&host.notes, true)?;
+    let picked = existing
+        .as_ref()
+        .map(|state| pickup::pickup(state, &host, &loaded, asked, &ctx.id));
+    if let (Some(state), Some(Pickup::Unchanged)) = (&existing, &picked) {
+        return Ok(Outcome::Done(state.status)); // resuming would only repeat itself
+    }
+    let corpus = Arc::new(loaded.corpus);
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let config = Config::load(&cwd)?;
     let model = config.model(&host.model, &cwd)?;
@@ -216,16 +239,10 @@ async fn work(ctx: Arc<Ctx>, job: Job) -> anyhow::Result<Outcome> {
         .map_or(&[][..], |s| &s.execution_history[..]);
     let engine = crate::trace::traced(engine, &run, prior);
     let result = match (existing, spec) {
-        (Some(state), _) => {
-            let options = ResumeOptions {
-                by: ctx.id.clone(),
-                max_replans: None,
-                max_steps: None,
-                changed: Vec::new(),
-                host: Value::Null,
-            };
-            engine.resume(state, options).await
-        }
+        (Some(state), _) => match picked {
+            Some(Pickup::Resume(options)) => engine.resume(state, options).await,
+            _ => engine.start_recorded(state).await,
+        },
         (None, Some(spec)) => {
             engine
                 .start(run.clone(), &spec.goal, spec.constraints, spec.host)

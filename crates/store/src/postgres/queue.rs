@@ -84,6 +84,61 @@ async fn enqueue(inner: &Inner, run: &RunId, spec: &Value) -> Result<(), Fail> {
     Ok(())
 }
 
+async fn requeue(inner: &Inner, run: &RunId, spec: &Value) -> Result<(), Fail> {
+    let mut conn = inner.pool.get().await?;
+    let tx = conn.transaction().await?;
+    let changed = tx
+        .execute(
+            "INSERT INTO stepwise.jobs (run_id, spec) VALUES ($1, $2::text::json)
+             ON CONFLICT (run_id) DO UPDATE SET spec = excluded.spec, state = 'queued',
+                 enqueued_at = clock_timestamp(), claimed_by = NULL, claimed_at = NULL,
+                 finished_at = NULL
+             WHERE stepwise.jobs.state = 'done'",
+            &[&run.as_str(), &to_json(spec, "job spec")?],
+        )
+        .await?;
+    if changed == 0 {
+        let row = tx
+            .query_opt(
+                "SELECT j.state, l.holder, l.until FROM stepwise.jobs j
+                 LEFT JOIN stepwise.leases l ON l.run_id = j.run_id AND l.until > clock_timestamp()
+                 WHERE j.run_id = $1",
+                &[&run.as_str()],
+            )
+            .await?;
+        let (state, holder, until): (String, Option<String>, Option<DateTime<Utc>>) = row
+            .map_or((String::new(), None, None), |r| {
+                (r.get(0), r.get(1), r.get(2))
+            });
+        return Err(match (holder, until) {
+            (Some(holder), Some(until)) => Fail::Store(StoreError::Leased {
+                run: run.clone(),
+                holder,
+                until,
+            }),
+            _ => Fail::Data(format!(
+                "run {run} is already {} in the queue; a worker will take it",
+                if state.is_empty() { "waiting" } else { &state }
+            )),
+        });
+    }
+    tx.commit().await?;
+    Ok(())
+}
+
+async fn waiting(inner: &Inner) -> Result<Vec<RunId>, Fail> {
+    let conn = inner.pool.get().await?;
+    let rows = conn
+        .query(
+            "SELECT j.run_id FROM stepwise.jobs j
+             LEFT JOIN stepwise.leases l ON l.run_id = j.run_id
+             WHERE j.state <> 'done' AND (l.holder IS NULL OR l.until <= clock_timestamp())",
+            &[],
+        )
+        .await?;
+    Ok(rows.iter().map(|r| RunId(r.get(0))).collect())
+}
+
 async fn claim(inner: &Inner, worker: &str, n: usize, ttl_ms: u64) -> Result<Vec<Job>, Fail> {
     let mut conn = inner.pool.get().await?;
     let tx = conn.transaction().await?;
@@ -286,6 +341,29 @@ impl PgStore {
                 .map_err(|e| e.into_store(&inner.name))?;
             inner.committed();
             Ok(())
+        })
+    }
+
+    /// Puts a run back in the queue with a new `spec` (a person's resume of
+    /// a run a worker finished or paused): a done job becomes queued again;
+    /// a run not in the queue yet is added. `Leased` (naming the worker) if
+    /// a worker holds it, a data error if it is already waiting.
+    pub fn requeue(&self, run: &RunId, spec: &Value) -> BoxFuture<'static, Result<(), StoreError>> {
+        let (run, spec) = (run.clone(), spec.clone());
+        self.spawn(move |inner: Arc<Inner>| async move {
+            requeue(&inner, &run, &spec)
+                .await
+                .map_err(|e| e.into_store(&inner.name))?;
+            inner.committed();
+            Ok(())
+        })
+    }
+
+    /// The runs whose job waits for a worker: not done, and nobody holds
+    /// the run's lease (queued, or orphaned by a worker that died).
+    pub fn waiting(&self) -> BoxFuture<'static, Result<Vec<RunId>, StoreError>> {
+        self.spawn(move |inner: Arc<Inner>| async move {
+            waiting(&inner).await.map_err(|e| e.into_store(&inner.name))
         })
     }
 
