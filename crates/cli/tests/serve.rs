@@ -1714,6 +1714,11 @@ async fn on_postgres_the_server_queues_runs_and_workers_work_on_them() {
         .map(|r| &r["run_id"])
         .collect();
     assert_eq!(ids, [&json!(run)], "{queued:?}");
+    // A resume of a run still waiting is refused: it is in the queue already.
+    let again = server
+        .post(&format!("/v1/runs/{run}/resume"), ACME, json!({}))
+        .await;
+    assert_eq!(again.code(), "run_busy", "{again:?}");
     assert_eq!(
         kinds(&logged(&server, ACME, &run).await),
         ["run_started"],

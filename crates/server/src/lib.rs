@@ -300,7 +300,13 @@ impl Shared {
             .list_runs()
             .await
             .map_err(|e| ApiError::internal(&e.to_string()))?;
-        let (queued, working) = self.jobs.counts();
+        let (mut queued, working) = self.jobs.counts();
+        // Runs waiting in the workers' queue count as queued, not running.
+        let waiting = self.waiting().await;
+        queued += summaries
+            .iter()
+            .filter(|s| s.status == RunStatus::Running && waiting.contains(&s.run_id))
+            .count() as u64;
         let mut snapshot = metrics::Snapshot {
             streams: self.streams.load(std::sync::atomic::Ordering::SeqCst) as u64,
             working,

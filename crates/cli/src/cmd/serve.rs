@@ -8,7 +8,10 @@
 //! The server records a run's first event when it accepts it and works on
 //! it once a slot is free ([`Engine::start_recorded`]); it records the
 //! tenant (and the approval mode) beside the CLI's settings in the host
-//! JSON, which the CLI keeps as it is when it resumes the run.
+//! JSON, which the CLI keeps as it is when it resumes the run. On
+//! PostgreSQL it works on nothing itself: it puts the run in the workers'
+//! queue, and a `stepwise worker` picks it up the same way
+//! ([`crate::cmd::pickup`]).
 
 use std::collections::{BTreeMap, HashSet};
 use std::net::SocketAddr;
@@ -468,10 +471,19 @@ impl Launcher for ServeLauncher {
             resume: resume.map(Into::into),
         };
         let spec = serde_json::to_value(spec).map_err(failed)?;
-        queue
+        let queued = queue
             .requeue(run, &spec)
             .await
-            .map_err(|e| lease_error(run, e))
+            .map_err(|e| lease_error(run, e))?;
+        if !queued {
+            return Err(invalid(
+                ErrorCode::RunBusy,
+                format!(
+                    "run {run} is already waiting in the workers' queue; a worker will take it"
+                ),
+            ));
+        }
+        Ok(())
     }
 
     async fn waiting(&self) -> Result<HashSet<RunId>, LaunchError> {

@@ -84,7 +84,7 @@ async fn enqueue(inner: &Inner, run: &RunId, spec: &Value) -> Result<(), Fail> {
     Ok(())
 }
 
-async fn requeue(inner: &Inner, run: &RunId, spec: &Value) -> Result<(), Fail> {
+async fn requeue(inner: &Inner, run: &RunId, spec: &Value) -> Result<bool, Fail> {
     let mut conn = inner.pool.get().await?;
     let tx = conn.transaction().await?;
     let changed = tx
@@ -98,32 +98,24 @@ async fn requeue(inner: &Inner, run: &RunId, spec: &Value) -> Result<(), Fail> {
         )
         .await?;
     if changed == 0 {
-        let row = tx
+        let holder = tx
             .query_opt(
-                "SELECT j.state, l.holder, l.until FROM stepwise.jobs j
-                 LEFT JOIN stepwise.leases l ON l.run_id = j.run_id AND l.until > clock_timestamp()
-                 WHERE j.run_id = $1",
+                "SELECT holder, until FROM stepwise.leases
+                 WHERE run_id = $1 AND holder IS NOT NULL AND until > clock_timestamp()",
                 &[&run.as_str()],
             )
             .await?;
-        let (state, holder, until): (String, Option<String>, Option<DateTime<Utc>>) = row
-            .map_or((String::new(), None, None), |r| {
-                (r.get(0), r.get(1), r.get(2))
-            });
-        return Err(match (holder, until) {
-            (Some(holder), Some(until)) => Fail::Store(StoreError::Leased {
+        if let Some(row) = holder {
+            return Err(Fail::Store(StoreError::Leased {
                 run: run.clone(),
-                holder,
-                until,
-            }),
-            _ => Fail::Data(format!(
-                "run {run} is already {} in the queue; a worker will take it",
-                if state.is_empty() { "waiting" } else { &state }
-            )),
-        });
+                holder: row.get(0),
+                until: row.get(1),
+            }));
+        }
+        return Ok(false);
     }
     tx.commit().await?;
-    Ok(())
+    Ok(true)
 }
 
 async fn waiting(inner: &Inner) -> Result<Vec<RunId>, Fail> {
@@ -346,16 +338,20 @@ impl PgStore {
 
     /// Puts a run back in the queue with a new `spec` (a person's resume of
     /// a run a worker finished or paused): a done job becomes queued again;
-    /// a run not in the queue yet is added. `Leased` (naming the worker) if
-    /// a worker holds it, a data error if it is already waiting.
-    pub fn requeue(&self, run: &RunId, spec: &Value) -> BoxFuture<'static, Result<(), StoreError>> {
+    /// a run not in the queue yet is added. `false` if it is already in the
+    /// queue (nothing changes); `Leased`, naming the worker, if one holds it.
+    pub fn requeue(
+        &self,
+        run: &RunId,
+        spec: &Value,
+    ) -> BoxFuture<'static, Result<bool, StoreError>> {
         let (run, spec) = (run.clone(), spec.clone());
         self.spawn(move |inner: Arc<Inner>| async move {
-            requeue(&inner, &run, &spec)
+            let queued = requeue(&inner, &run, &spec)
                 .await
                 .map_err(|e| e.into_store(&inner.name))?;
             inner.committed();
-            Ok(())
+            Ok(queued)
         })
     }
 
