@@ -1799,21 +1799,15 @@ async fn on_postgres_the_server_queues_runs_and_workers_work_on_them() {
         .as_str()
         .unwrap()
         .to_owned();
-    // The worker gives the lease back once the run paused.
-    let start = Instant::now();
-    let approved = loop {
-        let answer = server
-            .post(
-                &format!("/v1/runs/{saving}/approve"),
-                ACME,
-                json!({"steps": [{"step": "save", "args_hash": &hash}], "resume": true}),
-            )
-            .await;
-        if answer.code() != "run_leased" || start.elapsed() > Duration::from_secs(15) {
-            break answer;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    // Approved as soon as it shows paused: the server waits for the worker
+    // to give the lease back rather than refusing.
+    let approved = server
+        .post(
+            &format!("/v1/runs/{saving}/approve"),
+            ACME,
+            json!({"steps": [{"step": "save", "args_hash": &hash}], "resume": true}),
+        )
+        .await;
     assert_eq!(approved.status, 200, "{approved:?}");
     assert_eq!(approved.body["resumed"], true, "{approved:?}");
     let done = server

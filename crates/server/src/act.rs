@@ -3,14 +3,19 @@
 //! lease, reload its state under it, append the events (fenced by the
 //! lease), give the lease back.
 
+use std::time::Duration;
+
 use chrono::Utc;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use stepwise_core::{Event, EventKind, RunId, RunState, RunStatus, StepId, StoreError, Usage};
+use stepwise_core::{
+    Event, EventKind, Lease, RunId, RunState, RunStatus, StepId, StoreError, Usage,
+};
 
 use crate::Shared;
 use crate::error::{ApiError, ErrorCode};
+use crate::launcher::LaunchError;
 
 /// Whether a run has ended for good.
 pub(crate) fn ended(status: RunStatus) -> bool {
@@ -36,6 +41,40 @@ pub(crate) fn store_error(run: &RunId, e: StoreError) -> ApiError {
     }
 }
 
+/// How long a person's change waits for a worker that recorded a pause
+/// to give the run's lease back.
+const WORKER_SETTLE: Duration = Duration::from_secs(10);
+
+/// Takes the run's lease. A worker (on PostgreSQL) records a run's pause
+/// before it winds down and gives the lease back, so for a moment a paused
+/// run is still held: a change made then waits for it rather than being
+/// refused as `run_leased`. A run a worker is working on is refused at once.
+async fn lease_at_rest(shared: &Shared, run: &RunId) -> Result<Lease, ApiError> {
+    let deadline = tokio::time::Instant::now() + WORKER_SETTLE;
+    loop {
+        match shared.launcher.lease(run).await {
+            Err(LaunchError::Leased { .. })
+                if shared.launcher.delegates()
+                    && tokio::time::Instant::now() < deadline
+                    && paused(shared, run).await =>
+            {
+                tokio::time::sleep(Duration::from_millis(25)).await;
+            }
+            other => return other.map_err(ApiError::from),
+        }
+    }
+}
+
+/// Whether the run's record says it waits for a person.
+async fn paused(shared: &Shared, run: &RunId) -> bool {
+    shared.store.state(run).await.is_ok_and(|s| {
+        matches!(
+            s.status,
+            RunStatus::AwaitingApproval | RunStatus::NeedsReview
+        )
+    })
+}
+
 /// Takes the run's lease, reloads its state, appends what `decide` returns
 /// (nothing if it returns no events), gives the lease back. Returns the
 /// state after, and the kinds appended.
@@ -44,7 +83,7 @@ pub(crate) async fn with_lease(
     run: &RunId,
     decide: impl FnOnce(&RunState) -> Result<Vec<EventKind>, ApiError>,
 ) -> Result<(RunState, Vec<EventKind>), ApiError> {
-    let lease = shared.launcher.lease(run).await?;
+    let lease = lease_at_rest(shared, run).await?;
     let result = async {
         let state = shared
             .store
