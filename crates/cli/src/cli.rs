@@ -117,7 +117,8 @@ pub(crate) struct WorkerArgs {
     #[arg(long, value_name = "MS", default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(100..))]
     pub(crate) lease_ms: u64,
 
-    /// How often to look for runs to claim when there is room.
+    /// How often to look for runs to claim when there is room, and for
+    /// cancels clients asked of the runs in hand.
     #[arg(long, value_name = "MS", default_value_t = 500)]
     pub(crate) poll_ms: u64,
 

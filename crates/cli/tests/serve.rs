@@ -1777,18 +1777,6 @@ async fn on_postgres_the_server_queues_runs_and_workers_work_on_them() {
         holder.ends_with(&format!(":{pid}")),
         "{holder} is not worker {pid}"
     );
-    // A cancel of a run a worker holds says which worker.
-    let refused = server
-        .post(&format!("/v1/runs/{saving}/cancel"), ACME, json!({}))
-        .await;
-    assert_eq!(refused.code(), "run_leased", "{refused:?}");
-    assert!(
-        refused.body["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains(&holder),
-        "{refused:?}"
-    );
     server.wait_for(ACME, &saving, &["awaiting_approval"]).await;
     let ws = site.path().join("roots/ws/job");
     assert!(!ws.join("latency.md").exists());
@@ -1826,5 +1814,44 @@ async fn on_postgres_the_server_queues_runs_and_workers_work_on_them() {
         site.cli(&["show", &saving, "--json"], &[]).json(),
         server.get(&format!("/v1/runs/{saving}"), ACME).await.body
     );
+
+    // A cancel reaches a run a worker is working on: the worker stops it
+    // and records `run_cancelled` under its lease.
+    let cancelling = server.submit(ACME, run_body("rag")).await;
+    let start = Instant::now();
+    while listed(&server, &cancelling).await["held_by"].as_str() != Some(holder.as_str()) {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the worker never took {cancelling}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let answer = server
+        .post(
+            &format!("/v1/runs/{cancelling}/cancel"),
+            ACME,
+            json!({"reason": "changed my mind"}),
+        )
+        .await;
+    assert_eq!(answer.status, 200, "{answer:?}");
+    assert_eq!(answer.body["status"], "cancelled", "{answer:?}");
+    let log = logged(&server, ACME, &cancelling).await;
+    let kinds = kinds(&log);
+    assert_eq!(kinds.last(), Some(&"run_cancelled"), "{kinds:?}");
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "run_cancelled").count(),
+        1,
+        "{kinds:?}"
+    );
+    assert!(!kinds.contains(&"synthesized"), "{kinds:?}");
+    assert_eq!(log.last().unwrap()["reason"], "changed my mind");
+    let start = Instant::now();
+    while !listed(&server, &cancelling).await["held_by"].is_null() {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "the worker kept the cancelled run's lease"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     worker.kill();
 }

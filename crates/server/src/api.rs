@@ -822,8 +822,15 @@ async fn cancel(
         state.status
     } else {
         // At rest (or it paused before the signal reached it): record it here.
-        let _claim = shared.jobs.claim(&run)?;
-        crate::jobs::cancel_at_rest(&shared, &run, &reason).await?
+        let claim = shared.jobs.claim(&run)?;
+        match crate::jobs::cancel_at_rest(&shared, &run, &reason).await {
+            // A worker holds it (PostgreSQL): ask it to stop.
+            Err(e) if e.code == ErrorCode::RunLeased && shared.launcher.delegates() => {
+                drop(claim);
+                shared.cancel_by_worker(&run, &reason, e).await?
+            }
+            other => other?,
+        }
     };
     Ok(Json(RunStatusBody {
         run_id: run.to_string(),

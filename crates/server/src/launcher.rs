@@ -243,6 +243,18 @@ pub trait Launcher: Send + Sync + 'static {
         )))
     }
 
+    /// Asks the worker holding `run` to cancel it (recording `run_cancelled`
+    /// itself, under its lease); returns that worker, or `None` if no
+    /// worker has it. Only called when [`Launcher::delegates`].
+    async fn request_cancel(
+        &self,
+        run: &RunId,
+        reason: &str,
+    ) -> Result<Option<String>, LaunchError> {
+        let _ = (run, reason);
+        Ok(None)
+    }
+
     /// The runs waiting in the workers' queue that no worker holds now.
     async fn waiting(&self) -> Result<HashSet<RunId>, LaunchError> {
         Ok(HashSet::new())

@@ -133,6 +133,39 @@ impl Shared {
         Ok(())
     }
 
+    /// Asks the worker holding `run` to cancel it and waits (up to 30 s)
+    /// until the run ended; `leased` is the answer if no worker has it.
+    async fn cancel_by_worker(
+        &self,
+        run: &RunId,
+        reason: &str,
+        leased: ApiError,
+    ) -> Result<RunStatus, ApiError> {
+        let Some(worker) = self.launcher.request_cancel(run, reason).await? else {
+            return Err(leased);
+        };
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let state = self
+                .store
+                .state(run)
+                .await
+                .map_err(|e| act::store_error(run, e))?;
+            if act::ended(state.status) {
+                return Ok(state.status);
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(ApiError::new(
+                    ErrorCode::Timeout,
+                    format!(
+                        "run {run}: worker {worker} was asked to cancel it and has not within 30 s"
+                    ),
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     /// The runs waiting in the workers' queue (empty when this server
     /// works on its runs itself).
     async fn waiting(&self) -> HashSet<RunId> {

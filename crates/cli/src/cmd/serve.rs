@@ -486,6 +486,17 @@ impl Launcher for ServeLauncher {
         Ok(())
     }
 
+    async fn request_cancel(
+        &self,
+        run: &RunId,
+        reason: &str,
+    ) -> Result<Option<String>, LaunchError> {
+        match &self.queue {
+            Some(queue) => queue.request_cancel(run, reason).await.map_err(failed),
+            None => Ok(None),
+        }
+    }
+
     async fn waiting(&self) -> Result<HashSet<RunId>, LaunchError> {
         let Some(queue) = &self.queue else {
             return Ok(HashSet::new());

@@ -14,6 +14,10 @@
 //! abandons the run and says so. A run whose worker died is claimed by
 //! another once the lease has expired.
 //!
+//! A client's cancel (`POST /v1/runs/{id}/cancel` on `stepwise serve` over
+//! the same database) rides in the run's job; the worker reads it as often
+//! as it polls, stops the run and records `run_cancelled` under its lease.
+//!
 //! SIGTERM or Ctrl-C: stop claiming, let the runs in hand go on for
 //! `--grace-ms`, then stop the rest and give them back to the queue (their
 //! log is durable: the next worker resumes them). `--drain`: exit once
@@ -30,7 +34,9 @@ use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use stepwise_core::event::{EventSink, SinkError};
-use stepwise_core::{Constraints, Event, Lease, RunId, RunLease, RunStatus, Store, StoreError};
+use stepwise_core::{
+    Constraints, Event, EventKind, Lease, RunId, RunLease, RunStatus, Store, StoreError,
+};
 use stepwise_server::Resume;
 use stepwise_store::PgStore;
 use stepwise_store::postgres::queue::Job;
@@ -407,6 +413,10 @@ async fn serve(args: &WorkerArgs, store: Arc<PgStore>) -> anyhow::Result<()> {
             next_beat = tokio::time::Instant::now() + beat;
             heartbeat(&ctx, &held, &aborts, args.lease_ms).await;
         }
+        // As often as it polls the queue, so a cancel takes about `--poll-ms`.
+        if !aborts.is_empty() {
+            cancel_requested(&ctx, &held, &mut aborts).await;
+        }
         if let Some(deadline) = stopping
             && tokio::time::Instant::now() >= deadline
             && !tasks.is_empty()
@@ -433,6 +443,83 @@ async fn serve(args: &WorkerArgs, store: Arc<PgStore>) -> anyhow::Result<()> {
     let _ = store.set_worker_state(&id, "stopped").await;
     ctx.say("stopped");
     Ok(())
+}
+
+/// Cancels the runs in hand a client asked to cancel (`POST
+/// /v1/runs/{id}/cancel` on a server over the same database): stops the
+/// run at once, as the server stops one of its own (its steps in flight
+/// are abandoned; every transition so far is on record), records
+/// `run_cancelled` under the lease, and marks the job done.
+async fn cancel_requested(
+    ctx: &Ctx,
+    held: &Held,
+    aborts: &mut HashMap<RunId, tokio::task::AbortHandle>,
+) {
+    let asked = match ctx.store.cancels(&ctx.id).await {
+        Ok(asked) => asked,
+        Err(e) => {
+            ctx.say(&format!("cannot read cancel requests: {e}"));
+            return;
+        }
+    };
+    for (run, reason) in asked {
+        let lease = held
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&run);
+        let Some(lease) = lease else {
+            continue;
+        };
+        if let Some(abort) = aborts.remove(&run) {
+            abort.abort();
+        }
+        match record_cancel(ctx, &lease, reason).await {
+            Ok(()) => {
+                let _ = ctx.store.finish(&lease).await;
+                ctx.say(&format!("run {run} cancelled (a client asked)"));
+            }
+            Err(e) => {
+                let _ = ctx.store.give_back(&lease).await;
+                ctx.say(&format!(
+                    "run {run}: cannot record its cancel ({e}); gave it back"
+                ));
+            }
+        }
+    }
+}
+
+/// Appends `run_cancelled` under `lease` unless the run ended. A write of
+/// the stopped run still in flight may take the next seq first: then read
+/// the log again.
+async fn record_cancel(ctx: &Ctx, lease: &Lease, reason: String) -> Result<(), StoreError> {
+    let mut tries = 0;
+    loop {
+        let state = ctx.store.state(&lease.run).await?;
+        if matches!(
+            state.status,
+            RunStatus::Ok | RunStatus::Failed | RunStatus::Cancelled
+        ) {
+            return Ok(());
+        }
+        let event = Event {
+            seq: state.execution_history.len() as u64 + 1,
+            at: chrono::Utc::now(),
+            kind: EventKind::RunCancelled {
+                reason: reason.clone(),
+            },
+        };
+        match ctx
+            .store
+            .append(&lease.run, &[event], Some(lease.fence))
+            .await
+        {
+            Err(StoreError::Conflict { .. }) if tries < 20 => {
+                tries += 1;
+                tokio::time::sleep(Duration::from_millis(25)).await;
+            }
+            other => return other,
+        }
+    }
 }
 
 /// Renews every lease in hand; a run whose lease was taken over is stopped

@@ -9,7 +9,9 @@
 //! fence) in the same transaction. It renews its leases in one statement
 //! per heartbeat, and when a run ends (or pauses for a person) it marks the
 //! job done and releases the lease, fenced: a worker that lost the run
-//! changes nothing.
+//! changes nothing. `stepwise serve` [requeues](PgStore::requeue) a run a
+//! person resumed, and asks the worker holding a run to cancel it
+//! ([`PgStore::request_cancel`], read back with [`PgStore::cancels`]).
 
 use std::sync::Arc;
 
@@ -116,6 +118,30 @@ async fn requeue(inner: &Inner, run: &RunId, spec: &Value) -> Result<bool, Fail>
     }
     tx.commit().await?;
     Ok(true)
+}
+
+async fn request_cancel(inner: &Inner, run: &RunId, reason: &str) -> Result<Option<String>, Fail> {
+    let conn = inner.pool.get().await?;
+    let row = conn
+        .query_opt(
+            "UPDATE stepwise.jobs SET spec = (spec::jsonb || jsonb_build_object('cancel', $2::text))::json
+             WHERE run_id = $1 AND state = 'claimed' RETURNING claimed_by",
+            &[&run.as_str(), &reason],
+        )
+        .await?;
+    Ok(row.and_then(|r| r.get(0)))
+}
+
+async fn cancels(inner: &Inner, worker: &str) -> Result<Vec<(RunId, String)>, Fail> {
+    let conn = inner.pool.get().await?;
+    let rows = conn
+        .query(
+            "SELECT run_id, spec->>'cancel' FROM stepwise.jobs
+             WHERE claimed_by = $1 AND state = 'claimed' AND spec->>'cancel' IS NOT NULL",
+            &[&worker],
+        )
+        .await?;
+    Ok(rows.iter().map(|r| (RunId(r.get(0)), r.get(1))).collect())
 }
 
 async fn waiting(inner: &Inner) -> Result<Vec<RunId>, Fail> {
@@ -352,6 +378,37 @@ impl PgStore {
                 .map_err(|e| e.into_store(&inner.name))?;
             inner.committed();
             Ok(queued)
+        })
+    }
+
+    /// Asks the worker that claimed `run` to cancel it (the request rides in
+    /// the job's spec, under `cancel`; the worker's heartbeat reads it).
+    /// Returns that worker, or `None` if no worker has the run claimed.
+    pub fn request_cancel(
+        &self,
+        run: &RunId,
+        reason: &str,
+    ) -> BoxFuture<'static, Result<Option<String>, StoreError>> {
+        let (run, reason) = (run.clone(), reason.to_owned());
+        self.spawn(move |inner: Arc<Inner>| async move {
+            let holder = request_cancel(&inner, &run, &reason)
+                .await
+                .map_err(|e| e.into_store(&inner.name))?;
+            inner.committed();
+            Ok(holder)
+        })
+    }
+
+    /// The cancels clients asked for of runs `worker` has claimed, with their reasons.
+    pub fn cancels(
+        &self,
+        worker: &str,
+    ) -> BoxFuture<'static, Result<Vec<(RunId, String)>, StoreError>> {
+        let worker = worker.to_owned();
+        self.spawn(move |inner: Arc<Inner>| async move {
+            cancels(&inner, &worker)
+                .await
+                .map_err(|e| e.into_store(&inner.name))
         })
     }
 
