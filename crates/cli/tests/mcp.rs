@@ -263,6 +263,19 @@ fn a_plan_reads_and_writes_through_the_reference_servers_and_side_effects_wait_f
         !dir.data().join("out.txt").exists(),
         "nothing written without an approval"
     );
+    // fs.write_file is destructive (destructiveHint): whoever approves later
+    // is told so, not only an `--approve ask` prompt.
+    let asked = events(&v, "approval_requested");
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert_eq!(asked[0]["destructive"], true, "{}", asked[0]);
+    let shown = dir.run(&["show", "run_plan"]);
+    assert!(
+        shown
+            .stdout
+            .contains("step save (fs.write_file, destructive) {"),
+        "{}",
+        shown.stdout
+    );
     dir.assert_no_orphans("a run that paused for approval");
 
     for _ in 0..2 {

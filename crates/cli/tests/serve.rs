@@ -795,6 +795,8 @@ async fn an_approval_must_name_the_hash_the_step_asked_with() {
     assert_eq!(step["step"], "save");
     assert_eq!(step["tool"], "write_file");
     assert_eq!(step["args"]["path"], "latency.md");
+    // Said for every step, so a client can warn; write_file only adds files.
+    assert_eq!(step["destructive"], false, "{step}");
     let hash = step["args_hash"].as_str().unwrap().to_owned();
     assert!(!site.path().join("roots/ws/job/latency.md").exists());
     let approve = format!("/v1/runs/{run}/approve");

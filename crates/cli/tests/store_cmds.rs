@@ -167,6 +167,7 @@ fn paused_for_step(run: &str) -> Vec<Event> {
             tool: "write_file".to_owned(),
             args: json!({"path": "brief.md", "content": "[\"note-rag\",\"note-ft\"]"}),
             args_hash: HASH.to_owned(),
+            destructive: false,
         },
         EventKind::AwaitingApproval {
             steps: vec![StepId::new("save")],

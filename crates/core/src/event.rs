@@ -403,6 +403,11 @@ pub enum EventKind {
         args: Value,
         /// Hash of tool and arguments; an approval must name it.
         args_hash: String,
+        /// The tool says it may delete or overwrite data (MCP's
+        /// `destructiveHint`): recorded so that whoever approves later
+        /// (`stepwise show`, `approve`, the API) is told, not only `--approve ask`.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        destructive: bool,
     },
     /// A person (or `--approve auto`) approved a step with these arguments.
     ApprovalGranted {

@@ -136,6 +136,9 @@ pub struct PendingStep {
     pub args: Value,
     /// The hash of the tool and arguments: an approval must name it.
     pub args_hash: String,
+    /// The tool says it may delete or overwrite data (`destructiveHint`).
+    #[serde(default)]
+    pub destructive: bool,
 }
 
 /// What a run waits for.
@@ -167,15 +170,19 @@ pub(crate) fn pending(state: &RunState) -> Pending {
                         tool,
                         args,
                         args_hash,
-                    } if s == step && args_hash == hash => Some((tool.clone(), args.clone())),
+                        destructive,
+                    } if s == step && args_hash == hash => {
+                        Some((tool.clone(), args.clone(), *destructive))
+                    }
                     _ => None,
                 });
-            let (tool, args) = asked.unwrap_or_default();
+            let (tool, args, destructive) = asked.unwrap_or_default();
             PendingStep {
                 step: step.to_string(),
                 tool,
                 args,
                 args_hash: hash.clone(),
+                destructive,
             }
         })
         .collect();

@@ -71,7 +71,16 @@ fn body(state: &RunState, host: Option<&Host>) -> String {
             text.push_str(&format!("- plan version {v}\n"));
         }
         for step in state.pending_approvals.keys() {
-            let tool = state.plan.step(step).map_or("?", |s| s.tool.as_str());
+            let tool = super::requested(state, step).map_or_else(
+                || {
+                    state
+                        .plan
+                        .step(step)
+                        .map_or("?", |s| s.tool.as_str())
+                        .to_owned()
+                },
+                |(tool, _)| tool,
+            );
             text.push_str(&format!("- step {step} ({tool})\n"));
         }
         text.push_str(&format!(

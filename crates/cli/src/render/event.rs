@@ -16,7 +16,7 @@ use serde_json::Value;
 use stepwise_core::model::{ExchangeOutcome, ModelExchange};
 use stepwise_core::{Event, EventKind, Plan, Step, Usage};
 
-use super::{clip, duration, join_ids, plural, short_hash, verdict_name};
+use super::{approval_tool, clip, duration, join_ids, plural, short_hash, verdict_name};
 
 /// Longest progress line: one event stays one readable line in a CI log.
 pub(crate) const MAX_LINE: usize = 160;
@@ -118,8 +118,15 @@ pub(crate) fn line(kind: &EventKind, plan: &Plan) -> Vec<String> {
         K::RunFailed { error, .. } => format!("run failed: {error}"),
         K::PlanReviewRequested { version } => format!("plan v{version} waits for review"),
         K::ApprovalRequested {
-            step, tool, args, ..
-        } => format!("[{step}] needs approval: {tool} {args}"),
+            step,
+            tool,
+            args,
+            destructive,
+            ..
+        } => {
+            let warning = if *destructive { " (destructive)" } else { "" };
+            format!("[{step}] needs approval: {tool}{warning} {args}")
+        }
         K::ApprovalGranted { step, by, .. } => format!("[{step}] approved by {by}"),
         K::ApprovalDenied { step, by, reason } => format!("[{step}] refused by {by}: {reason}"),
         K::AwaitingApproval { .. } => "paused: waiting for approval".to_owned(),
@@ -254,8 +261,13 @@ pub(crate) fn detail(kind: &EventKind) -> String {
             step,
             tool,
             args_hash,
+            destructive,
             ..
-        } => format!("{step} ({tool}) hash {}", short_hash(args_hash)),
+        } => format!(
+            "{step} ({}) hash {}",
+            approval_tool(tool, *destructive),
+            short_hash(args_hash)
+        ),
         K::ApprovalGranted {
             step,
             args_hash,

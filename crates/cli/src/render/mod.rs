@@ -123,9 +123,20 @@ pub(crate) fn compact_json(value: &Value) -> String {
     clip(&shorten(value).to_string(), 200)
 }
 
-/// The tool and arguments a step asked approval for: from the last
-/// `approval_requested` event of the step.
-pub(crate) fn requested<'a>(state: &'a RunState, step: &StepId) -> Option<(&'a str, &'a Value)> {
+/// A tool's name as an approval shows it: with `, destructive` when the
+/// tool said it may delete or overwrite data, so a person approving later
+/// is warned as `--approve ask` warns.
+pub(crate) fn approval_tool(tool: &str, destructive: bool) -> String {
+    if destructive {
+        format!("{tool}, destructive")
+    } else {
+        tool.to_owned()
+    }
+}
+
+/// The tool (as [`approval_tool`] shows it) and arguments a step asked
+/// approval for: from the last `approval_requested` event of the step.
+pub(crate) fn requested<'a>(state: &'a RunState, step: &StepId) -> Option<(String, &'a Value)> {
     use stepwise_core::EventKind;
     state
         .execution_history
@@ -136,8 +147,9 @@ pub(crate) fn requested<'a>(state: &'a RunState, step: &StepId) -> Option<(&'a s
                 step: s,
                 tool,
                 args,
+                destructive,
                 ..
-            } if s == step => Some((tool.as_str(), args)),
+            } if s == step => Some((approval_tool(tool, *destructive), args)),
             _ => None,
         })
 }
@@ -145,7 +157,7 @@ pub(crate) fn requested<'a>(state: &'a RunState, step: &StepId) -> Option<(&'a s
 /// `step save (write_file) {"path":"brief.md",...}  hash 3fa2c1d9e0ab`.
 pub(crate) fn describe_request(state: &RunState, step: &StepId, hash: &str) -> String {
     let (tool, args) = match requested(state, step) {
-        Some((tool, args)) => (tool.to_owned(), compact_json(args)),
+        Some((tool, args)) => (tool, compact_json(args)),
         None => (
             state
                 .plan

@@ -161,6 +161,7 @@ impl Run<'_> {
                 tool: step.tool.clone(),
                 args: args.clone(),
                 args_hash: hash.clone(),
+                destructive: spec.destructive,
             })
             .await?;
         }
