@@ -123,6 +123,8 @@ struct Server {
     running: Option<Running>,
     url: String,
     stderr: Arc<Mutex<String>>,
+    /// The thread copying the server's stderr into `stderr`.
+    reader: Option<std::thread::JoinHandle<()>>,
     http: reqwest::Client,
 }
 
@@ -156,7 +158,7 @@ impl Server {
         let stderr = Arc::new(Mutex::new(String::new()));
         let mut pipe = running.take_stderr().unwrap();
         let sink = Arc::clone(&stderr);
-        std::thread::spawn(move || {
+        let reader = std::thread::spawn(move || {
             let mut buf = [0u8; 4096];
             while let Ok(n) = pipe.read(&mut buf) {
                 if n == 0 {
@@ -185,6 +187,7 @@ impl Server {
             running: Some(running),
             url,
             stderr,
+            reader: Some(reader),
             http: reqwest::Client::builder()
                 .pool_max_idle_per_host(0)
                 .build()
@@ -300,6 +303,7 @@ impl Server {
             if let Some(status) = running.try_wait() {
                 let took = started.elapsed();
                 let _ = running.wait();
+                self.drain_stderr();
                 return (status, took);
             }
             assert!(
@@ -308,6 +312,22 @@ impl Server {
                 self.stderr()
             );
             std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Waits until everything the ended server wrote to stderr is in
+    /// `stderr` (its pipe closed), so what it said last can be checked.
+    fn drain_stderr(&mut self) {
+        if let Some(reader) = self.reader.take() {
+            let started = Instant::now();
+            while !reader.is_finished() {
+                assert!(
+                    started.elapsed() < Duration::from_secs(30),
+                    "the server's stderr is still open 30 s after it ended (a child of it holds it?)"
+                );
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            reader.join().unwrap();
         }
     }
 
