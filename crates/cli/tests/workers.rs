@@ -257,7 +257,9 @@ fn wait_for(what: &str, secs: u64, mut done: impl FnMut() -> bool) {
 #[test]
 fn sigterm_stops_claiming_and_gives_the_runs_in_hand_back_after_the_grace_period() {
     let (db, dir, _) = queued("sigterm", "run_term", 3);
-    let first = worker_with(db.url(), "2000", &["--grace-ms", "300"]);
+    // Tool calls of a minute: a worker that waited for its steps in flight,
+    // not only the 300 ms grace, would take that long to stop.
+    let first = worker_with(db.url(), "60000", &["--grace-ms", "300"]);
     let id = worker_id(&db, first.id());
     wait_mid_run(&db, &id);
     // `stepwise runs` names the worker holding a run, in the table and in JSON.
@@ -279,8 +281,8 @@ fn sigterm_stops_claiming_and_gives_the_runs_in_hand_back_after_the_grace_period
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{stderr}");
     assert!(
-        asked.elapsed() < Duration::from_millis(LEASE_MS),
-        "it waited {:?}",
+        asked.elapsed() < Duration::from_secs(30),
+        "it waited {:?} for its steps",
         asked.elapsed()
     );
     assert!(stderr.contains("gave it back to the queue"), "{stderr}");
