@@ -9,7 +9,7 @@ use std::collections::{HashMap, VecDeque};
 use std::fmt::Write as _;
 use std::io::{IsTerminal, Write};
 
-use stepwise_core::{Event, EventKind, RunState, RunStatus, Step, StepId, StepStatus};
+use stepwise_core::{Event, EventKind, Plan, RunState, RunStatus, Step, StepId, StepStatus};
 
 use crate::render::{duration, event, join_ids, plural, plural_u64, truncate};
 
@@ -192,8 +192,8 @@ impl<W: Write> Progress<W> {
         if plan.version == 0 {
             head.push_str(" · planning");
         } else {
-            let done = plan.steps.iter().filter(|s| s.status.is_final()).count();
-            let (v, n, r) = (plan.version, plan.steps.len(), self.state.replan_count);
+            let (done, n) = steps_done(plan);
+            let (v, r) = (plan.version, self.state.replan_count);
             let _ = write!(head, " · plan v{v} · {done}/{n} steps done · replans {r}");
         }
         let _ = write!(head, " · {}", duration(self.elapsed_ms()));
@@ -251,15 +251,15 @@ impl<W: Write> Progress<W> {
         }
     }
 
-    /// `run ok · plan v2 · 4/4 steps done (1 skipped) · replans 1 · 5 model calls · 1.2 s`.
+    /// `run ok · plan v2 · 3/3 steps done (1 skipped) · replans 1 · 5 model calls · 1.2 s`.
     fn summary(&self) -> String {
         let (s, steps) = (&self.state, &self.state.plan.steps);
         let status = match s.status {
             RunStatus::Running => "incomplete",
             other => other.as_str(),
         };
-        let done = steps.iter().filter(|x| x.status.is_final()).count();
-        let (v, n) = (s.plan.version, steps.len());
+        let (done, n) = steps_done(&s.plan);
+        let v = s.plan.version;
         let mut line = format!("run {status} · plan v{v} · {done}/{n} steps done");
         let ended = [StepStatus::Skipped, StepStatus::Terminated].map(|st| {
             let count = steps.iter().filter(|x| x.status == st).count();
@@ -274,6 +274,18 @@ impl<W: Write> Progress<W> {
         let _ = write!(line, " · replans {} · {calls} · {time}", s.replan_count);
         line
     }
+}
+
+/// Steps that succeeded, of the plan's steps less the skipped ones — as
+/// `stepwise runs`, `show` and the dashboard count them, so a terminated
+/// step is never counted as done.
+fn steps_done(plan: &Plan) -> (usize, usize) {
+    let succeeded = plan
+        .steps
+        .iter()
+        .filter(|x| x.status == StepStatus::Succeeded)
+        .count();
+    (succeeded, plan.active_steps())
 }
 
 /// Longest dependency chain above each step; bounded passes, so a cycle cannot hang it.
@@ -384,7 +396,7 @@ mod tests {
             "plan v2 validated: 4 steps — a, b, c (after a, b), d (after a, b)\n",
             "[c] skipped (superseded by replan)\n",
             "report written (1 evidence)\n",
-            "run ok · plan v2 · 4/4 steps done (1 skipped) · replans 1 · 9 model calls · ",
+            "run ok · plan v2 · 3/3 steps done (1 skipped) · replans 1 · 9 model calls · ",
         ];
         let mut from = 0;
         for part in expected {
@@ -395,9 +407,28 @@ mod tests {
     }
 
     #[test]
+    fn only_succeeded_steps_count_as_done_and_skipped_ones_not_at_all() {
+        let step = |id: &str, status| {
+            let mut s = Step::new(id, "x", "search_notes");
+            s.status = status;
+            s
+        };
+        let plan = Plan {
+            version: 1,
+            steps: vec![
+                step("a", StepStatus::Succeeded),
+                step("b", StepStatus::Terminated),
+                step("c", StepStatus::Skipped),
+                step("d", StepStatus::Pending),
+            ],
+        };
+        assert_eq!(steps_done(&plan), (1, 3));
+    }
+
+    #[test]
     fn live_mode_redraws_a_block_in_place() {
         let (out, _) = render(Mode::Live, true, &run_events());
-        let header = "stepwise · plan v2 · 4/4 steps done · replans 1";
+        let header = "stepwise · plan v2 · 3/3 steps done · replans 1";
         let wants = [header, "  · c compare ← a, b  Look into c", "\x1b[32m✓"];
         for want in wants.into_iter().chain(["⊘", "↻", "\x1b[J"]) {
             assert!(out.contains(want), "missing {want:?} in:\n{out}");

@@ -1146,6 +1146,16 @@ async fn bad_requests_get_json_errors_with_stable_codes() {
         assert_eq!(body["error"]["code"], code);
         assert!(body["error"]["message"].as_str().unwrap().len() > 5);
     }
+    // A page size outside its bounds is refused, not silently changed.
+    for path in ["/v1/runs?limit=0", "/v1/runs?limit=201"] {
+        let answer = server.get(path, ACME).await;
+        assert_eq!(
+            (answer.status, answer.code()),
+            (400, "invalid_request"),
+            "{path}: {answer:?}"
+        );
+    }
+    assert_eq!(server.get("/v1/runs?limit=200", ACME).await.status, 200);
     let big = json!({"goal": "x".repeat(5_000), "notes": "tiny"});
     let answer = server.post("/v1/runs", ACME, big).await;
     assert_eq!((answer.status, answer.code()), (413, "body_too_large"));

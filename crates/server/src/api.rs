@@ -355,7 +355,7 @@ pub struct ListQuery {
     /// The `next_cursor` of the previous page.
     #[serde(default)]
     pub cursor: Option<String>,
-    /// Runs per page (default 50, at most 200).
+    /// Runs per page (default 50; 1 to 200, anything else is `invalid_request`).
     #[serde(default)]
     pub limit: Option<usize>,
 }
@@ -576,12 +576,25 @@ async fn submit(
     Ok(submitted(&run_id, ApiStatus::Queued))
 }
 
+/// A page size a client asked for: `default` when it did not, and a clear
+/// error outside 1..=`max` (rather than silently another size).
+pub(crate) fn page_limit(asked: Option<usize>, default: usize, max: usize) -> ApiResult<usize> {
+    match asked {
+        None => Ok(default),
+        Some(n) if (1..=max).contains(&n) => Ok(n),
+        Some(n) => Err(ApiError::new(
+            ErrorCode::InvalidRequest,
+            format!("limit must be between 1 and {max} (got {n})"),
+        )),
+    }
+}
+
 async fn list(
     tenant: Tenant,
     State(AppState(shared)): State<AppState>,
     Query(query): Query<ListQuery>,
 ) -> ApiResult<Json<RunList>> {
-    let limit = query.limit.unwrap_or(50).clamp(1, 200);
+    let limit = page_limit(query.limit, 50, 200)?;
     let summaries = shared
         .store
         .list_runs()

@@ -51,7 +51,7 @@ pub struct EventsQuery {
     /// A stream's `Last-Event-ID` header takes precedence.
     #[serde(default)]
     pub after: Option<u64>,
-    /// Most events in a JSON page (default and maximum 5000).
+    /// Most events in a JSON page (default and maximum 5000; 0 or above 5000 is `invalid_request`).
     #[serde(default)]
     pub limit: Option<usize>,
 }
@@ -212,7 +212,7 @@ pub(crate) async fn events(
     let run = state.run_id.clone();
     if !prefs.sse {
         let after = query.after.unwrap_or(0);
-        let limit = query.limit.unwrap_or(MAX_PAGE).clamp(1, MAX_PAGE);
+        let limit = crate::api::page_limit(query.limit, MAX_PAGE, MAX_PAGE)?;
         let events: Vec<Event> = state
             .execution_history
             .iter()
