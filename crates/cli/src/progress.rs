@@ -277,7 +277,7 @@ impl<W: Write> Progress<W> {
 }
 
 /// Steps that succeeded, of the plan's steps less the skipped ones — as
-/// `stepwise runs`, `show` and the dashboard count them, so a terminated
+/// `stepwise runs` (`RunSummary`) and the dashboard count them, so a terminated
 /// step is never counted as done.
 fn steps_done(plan: &Plan) -> (usize, usize) {
     let succeeded = plan
