@@ -239,6 +239,10 @@ fn assert_all_done_once(db: &ScratchDb, dir: &Scratch, prefix: &str, n: usize) {
         let v = serde_json::to_value(state.final_output()).unwrap();
         assert_eq!(v["status"], "ok", "{run}: {}", v["blocked_reason"]);
         assert_no_lost_or_repeated_step(&run, &v);
+        // The mode it was queued with is recorded, so a requeued resume keeps it.
+        let first = &v["execution_history"][0];
+        assert_eq!(first["kind"], "run_started", "{run}");
+        assert_eq!(first["host"]["approve"], "auto", "{run}: {first}");
         let ledger =
             std::fs::read_to_string(dir.path().join(format!("ws/{i:02}/.stepwise/writes.jsonl")))
                 .unwrap();

@@ -108,7 +108,7 @@ fn detach(
     db_flag: Option<&PathBuf>,
     run_id: &RunId,
     constraints: Constraints,
-    host: serde_json::Value,
+    mut host: serde_json::Value,
 ) -> CliResult {
     let approve = match args.approve {
         crate::cli::ApproveMode::Auto => "auto",
@@ -119,6 +119,14 @@ fn detach(
             )));
         }
     };
+    // Recorded with the run, as the server records its runs' mode, so a
+    // later pick-up (a resume through the API, requeued) keeps it.
+    if let serde_json::Value::Object(map) = &mut host {
+        map.insert(
+            crate::cmd::pickup::APPROVE_KEY.to_owned(),
+            serde_json::Value::String(approve.to_owned()),
+        );
+    }
     let spec = crate::cmd::worker::Detached {
         goal: args.goal.clone(),
         constraints,
