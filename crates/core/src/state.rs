@@ -48,6 +48,13 @@ impl RunStatus {
         Self::Cancelled,
     ];
 
+    /// Whether the run has ended for good (`ok`, `failed`, `cancelled`):
+    /// nothing can resume or change it. A paused run (awaiting approval,
+    /// needs review) has not.
+    pub fn has_ended(self) -> bool {
+        matches!(self, Self::Ok | Self::Failed | Self::Cancelled)
+    }
+
     /// The snake_case name.
     pub fn as_str(self) -> &'static str {
         match self {

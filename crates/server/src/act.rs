@@ -17,14 +17,6 @@ use crate::Shared;
 use crate::error::{ApiError, ErrorCode};
 use crate::launcher::LaunchError;
 
-/// Whether a run has ended for good.
-pub(crate) fn ended(status: RunStatus) -> bool {
-    matches!(
-        status,
-        RunStatus::Ok | RunStatus::Failed | RunStatus::Cancelled
-    )
-}
-
 /// A store error as the API reports it.
 pub(crate) fn store_error(run: &RunId, e: StoreError) -> ApiError {
     match e {

@@ -230,7 +230,7 @@ pub enum ApiStatus {
 impl ApiStatus {
     pub(crate) fn of(status: RunStatus, phase: Option<Phase>) -> ApiStatus {
         // Waiting here for a slot (a fresh run, or a resume of a paused one).
-        if phase == Some(Phase::Queued) && !crate::act::ended(status) {
+        if phase == Some(Phase::Queued) && !status.has_ended() {
             return ApiStatus::Queued;
         }
         match status {
@@ -773,7 +773,7 @@ async fn resume(
 ) -> ApiResult<Accepted<Submitted>> {
     let state = shared.owned(&tenant, &path.id).await?;
     let run = state.run_id.clone();
-    if act::ended(state.status) {
+    if state.status.has_ended() {
         return Err(ApiError::new(
             ErrorCode::RunEnded,
             format!(
@@ -815,7 +815,7 @@ async fn cancel(
         .map(|r| r.split_whitespace().collect::<Vec<_>>().join(" "))
         .filter(|r| !r.is_empty())
         .unwrap_or_else(|| format!("cancelled by {}", tenant.0));
-    if act::ended(state.status) {
+    if state.status.has_ended() {
         return Err(ApiError::new(
             ErrorCode::RunEnded,
             format!("run {run} already ended ({})", state.status.as_str()),
@@ -831,7 +831,7 @@ async fn cancel(
         .state(&run)
         .await
         .map_err(|e| act::store_error(&run, e))?;
-    let status = if act::ended(state.status) {
+    let status = if state.status.has_ended() {
         state.status
     } else {
         // At rest (or it paused before the signal reached it): record it here.

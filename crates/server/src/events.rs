@@ -35,7 +35,6 @@ use stepwise_core::{Event, RunId, RunState};
 use tokio::sync::watch;
 
 use crate::Shared;
-use crate::act;
 use crate::api::{ApiStatus, AppState, Query, RunPath};
 use crate::auth::Tenant;
 use crate::error::{ApiError, ApiResult, ErrorCode};
@@ -339,7 +338,7 @@ impl Follow {
                     return Some(end_event(&format!("the run cannot be read: {e}"), None));
                 }
             }
-            if act::ended(self.state.status) {
+            if self.state.status.has_ended() {
                 self.done = true;
                 return Some(end_event("the run has ended", Some(&self.state)));
             }

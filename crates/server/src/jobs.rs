@@ -334,7 +334,7 @@ pub(crate) async fn cancel_at_rest(
     reason: &str,
 ) -> Result<RunStatus, ApiError> {
     let (state, _) = act::with_lease(shared, run, |state| {
-        if act::ended(state.status) {
+        if state.status.has_ended() {
             return Ok(Vec::new());
         }
         Ok(vec![EventKind::RunCancelled {

@@ -151,7 +151,7 @@ impl Shared {
                 .state(run)
                 .await
                 .map_err(|e| act::store_error(run, e))?;
-            if act::ended(state.status) {
+            if state.status.has_ended() {
                 return Ok(state.status);
             }
             if tokio::time::Instant::now() >= deadline {

@@ -57,10 +57,7 @@ pub(crate) fn resume(args: &ResumeArgs, db_flag: Option<&PathBuf>) -> CliResult 
     let store = db::open(db_flag)?;
     let resumed = db::block_on(async {
         let state = db::load(store.as_ref(), &args.run).await?;
-        if matches!(
-            state.status,
-            RunStatus::Ok | RunStatus::Failed | RunStatus::Cancelled
-        ) {
+        if state.status.has_ended() {
             return Err(CliError::failed(anyhow!(
                 "run {} already ended ({}); there is nothing to resume",
                 args.run,

@@ -230,7 +230,7 @@ impl ServeLauncher {
         sink: &dyn EventSink,
     ) -> Result<RunStatus, LaunchError> {
         let state = self.store.state(run).await.map_err(failed)?;
-        if ended(state.status) {
+        if state.status.has_ended() {
             return Ok(state.status);
         }
         let event = Event {
@@ -255,7 +255,7 @@ impl ServeLauncher {
             sink,
         } = work;
         let state = self.store.state(&run).await.map_err(failed)?;
-        if ended(state.status) {
+        if state.status.has_ended() {
             return Ok(state.status);
         }
         if let Some(Stop::Cancel { reason }) = stop.now() {
@@ -320,13 +320,6 @@ impl ServeLauncher {
             Err(Stop::Shutdown) => Ok(RunStatus::Running),
         }
     }
-}
-
-fn ended(status: RunStatus) -> bool {
-    matches!(
-        status,
-        RunStatus::Ok | RunStatus::Failed | RunStatus::Cancelled
-    )
 }
 
 #[async_trait]

@@ -178,10 +178,8 @@ async fn work(ctx: Arc<Ctx>, job: Job) -> anyhow::Result<Outcome> {
     };
     let (mut host, approve) = match (&existing, &spec) {
         (Some(state), _)
-            if matches!(
-                state.status,
-                RunStatus::Ok | RunStatus::Failed | RunStatus::Cancelled
-            ) || (state.status != RunStatus::Running && asked.is_none()) =>
+            if state.status.has_ended()
+                || (state.status != RunStatus::Running && asked.is_none()) =>
         {
             // It ended or paused before the last worker could say so.
             return Ok(Outcome::Done(state.status));
@@ -495,10 +493,7 @@ async fn record_cancel(ctx: &Ctx, lease: &Lease, reason: String) -> Result<(), S
     let mut tries = 0;
     loop {
         let state = ctx.store.state(&lease.run).await?;
-        if matches!(
-            state.status,
-            RunStatus::Ok | RunStatus::Failed | RunStatus::Cancelled
-        ) {
+        if state.status.has_ended() {
             return Ok(());
         }
         let event = Event {

@@ -112,10 +112,7 @@ impl Engine {
         options: ResumeOptions,
     ) -> Result<RunState, EngineError> {
         let was = state.status;
-        if matches!(
-            was,
-            RunStatus::Ok | RunStatus::Failed | RunStatus::Cancelled
-        ) {
+        if was.has_ended() {
             return Err(EngineError::NotResumable(was));
         }
         let changed = what_changed(&state, &options);
