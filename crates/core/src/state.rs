@@ -212,6 +212,19 @@ fn push_unique(list: &mut Vec<String>, item: &str) {
 }
 
 impl RunState {
+    /// `kinds` as the events that come next in this run's log: numbered
+    /// after its last event and stamped now — what a person's change
+    /// (approve, reject, cancel) appends from outside the engine.
+    pub fn next_events(&self, kinds: impl IntoIterator<Item = EventKind>) -> Vec<Event> {
+        let first = self.execution_history.len() as u64 + 1;
+        let at = chrono::Utc::now();
+        kinds
+            .into_iter()
+            .zip(first..)
+            .map(|(kind, seq)| Event { seq, at, kind })
+            .collect()
+    }
+
     /// Rebuilds a run's state from its log.
     pub fn from_events<'a>(
         events: impl IntoIterator<Item = &'a Event>,

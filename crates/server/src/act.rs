@@ -5,13 +5,10 @@
 
 use std::time::Duration;
 
-use chrono::Utc;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use stepwise_core::{
-    Event, EventKind, Lease, RunId, RunState, RunStatus, StepId, StoreError, Usage,
-};
+use stepwise_core::{EventKind, Lease, RunId, RunState, RunStatus, StepId, StoreError, Usage};
 
 use crate::Shared;
 use crate::error::{ApiError, ErrorCode};
@@ -86,16 +83,7 @@ pub(crate) async fn with_lease(
         if kinds.is_empty() {
             return Ok((state, kinds));
         }
-        let first = state.execution_history.len() as u64 + 1;
-        let events: Vec<Event> = kinds
-            .iter()
-            .zip(first..)
-            .map(|(kind, seq)| Event {
-                seq,
-                at: Utc::now(),
-                kind: kind.clone(),
-            })
-            .collect();
+        let events = state.next_events(kinds.iter().cloned());
         shared
             .store
             .append(run, &events, Some(lease.fence))

@@ -4,7 +4,7 @@
 //! gives the lease back.
 
 use anyhow::{Context, bail};
-use stepwise_core::{Event, EventKind, RunId, RunState, RunStatus};
+use stepwise_core::{EventKind, RunId, RunState, RunStatus};
 
 use crate::db;
 use crate::output;
@@ -51,16 +51,7 @@ pub(super) fn with_lease(
             if kinds.is_empty() {
                 return Ok((state, kinds));
             }
-            let first = state.execution_history.len() as u64 + 1;
-            let events: Vec<Event> = kinds
-                .iter()
-                .zip(first..)
-                .map(|(kind, seq)| Event {
-                    seq,
-                    at: chrono::Utc::now(),
-                    kind: kind.clone(),
-                })
-                .collect();
+            let events = state.next_events(kinds.iter().cloned());
             store
                 .append(&run_id, &events, Some(lease.fence))
                 .await

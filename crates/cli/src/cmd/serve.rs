@@ -233,16 +233,12 @@ impl ServeLauncher {
         if state.status.has_ended() {
             return Ok(state.status);
         }
-        let event = Event {
-            seq: state.execution_history.len() as u64 + 1,
-            at: chrono::Utc::now(),
-            kind: EventKind::RunCancelled { reason },
-        };
+        let events = state.next_events([EventKind::RunCancelled { reason }]);
         self.store
-            .append(run, std::slice::from_ref(&event), Some(lease.fence))
+            .append(run, &events, Some(lease.fence))
             .await
             .map_err(failed)?;
-        let _ = sink.record_all(run, std::slice::from_ref(&event)).await;
+        let _ = sink.record_all(run, &events).await;
         Ok(RunStatus::Cancelled)
     }
 

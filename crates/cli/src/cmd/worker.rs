@@ -496,16 +496,12 @@ async fn record_cancel(ctx: &Ctx, lease: &Lease, reason: String) -> Result<(), S
         if state.status.has_ended() {
             return Ok(());
         }
-        let event = Event {
-            seq: state.execution_history.len() as u64 + 1,
-            at: chrono::Utc::now(),
-            kind: EventKind::RunCancelled {
-                reason: reason.clone(),
-            },
-        };
+        let events = state.next_events([EventKind::RunCancelled {
+            reason: reason.clone(),
+        }]);
         match ctx
             .store
-            .append(&lease.run, &[event], Some(lease.fence))
+            .append(&lease.run, &events, Some(lease.fence))
             .await
         {
             Err(StoreError::Conflict { .. }) if tries < 20 => {
