@@ -69,6 +69,8 @@ pub(crate) struct Progress<W: Write> {
     /// Milliseconds spent before the run (loading the notes), counted in
     /// the time shown.
     before_ms: u64,
+    /// When this display started: the time of a run interrupted mid-step.
+    started: std::time::Instant,
 }
 
 impl<W: Write> Progress<W> {
@@ -106,6 +108,7 @@ impl<W: Write> Progress<W> {
             broken: false,
             finished: false,
             before_ms: 0,
+            started: std::time::Instant::now(),
         }
     }
 
@@ -116,9 +119,16 @@ impl<W: Write> Progress<W> {
         self
     }
 
-    /// The time to show: the run's, plus what came before it.
+    /// The time to show: the run's, plus what came before it. A run still
+    /// `running` when the display ends was interrupted (Ctrl-C): its last
+    /// event may be long past, so this session's own clock counts too.
     fn elapsed_ms(&self) -> u64 {
-        self.state.usage.wall_time_ms.saturating_add(self.before_ms)
+        let mut run = self.state.usage.wall_time_ms;
+        if self.state.status == RunStatus::Running {
+            let session = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+            run = run.max(session);
+        }
+        run.saturating_add(self.before_ms)
     }
 
     /// Folds `event` into the state and shows it. Events after [`finish`](Self::finish) are ignored.
@@ -461,6 +471,19 @@ mod tests {
             line.ends_with(&format!(" · {}", duration(run + 2_500))),
             "{line}"
         );
+    }
+
+    /// Ctrl-C leaves the run `running` with its last event long past: the
+    /// time shown is still the time the command ran, not that of its last event.
+    #[test]
+    fn an_interrupted_run_shows_the_time_it_ran() {
+        let mut progress = Progress::with_style(Mode::Plain, Vec::new(), false, 100);
+        run_events()[..8].iter().for_each(|e| progress.on_event(e));
+        assert_eq!(progress.state.status, RunStatus::Running);
+        std::thread::sleep(std::time::Duration::from_millis(1_100));
+        let line = progress.summary();
+        let shown = line.rsplit(" · ").next().unwrap_or_default();
+        assert!(shown.ends_with(" s") && !shown.starts_with("0"), "{line}");
     }
 
     #[test]
