@@ -165,13 +165,19 @@ pub enum EventKind {
         #[serde(default)]
         usage: Usage,
     },
-    /// ReAct: the actor chose a tool call; it joins the plan as a step.
+    /// ReAct: the actor chose a tool call; it joins the plan as a step. Or
+    /// (`streamed`) a step of a plan the planner is still writing, checked
+    /// on arrival: it joins the plan being received, which becomes version
+    /// 1 once the whole draft is validated (`plan_created`, `plan_validated`).
     StepAdded {
         /// The step (its description is the actor's thought).
         step: Box<Step>,
         /// What choosing it cost.
         #[serde(default)]
         usage: Usage,
+        /// A step of a streamed plan (absent in logs from before streaming).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        streamed: bool,
     },
     /// A pending step will not run (its dependency failed and the strategy
     /// does not replan); the reason becomes a knowledge gap.

@@ -322,6 +322,26 @@ pub trait ChatModel: Send + Sync {
     fn name(&self) -> &str;
     /// One request, one response.
     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError>;
+
+    /// Whether [`chat_streaming`](Self::chat_streaming) hands the text over
+    /// piece by piece as it arrives (a provider's streamed answer), rather
+    /// than all at once at the end.
+    fn streams(&self) -> bool {
+        false
+    }
+
+    /// [`chat`](Self::chat), handing the answer's text to `on_text` piece by
+    /// piece as it arrives; the pieces joined are the response's `text`.
+    /// The default hands it over whole once the answer is complete.
+    async fn chat_streaming(
+        &self,
+        request: &ChatRequest,
+        on_text: &mut (dyn for<'s> FnMut(&'s str) + Send),
+    ) -> Result<ChatResponse, ModelError> {
+        let response = self.chat(request).await?;
+        on_text(&response.text);
+        Ok(response)
+    }
 }
 
 #[async_trait]
@@ -332,6 +352,18 @@ impl<M: ChatModel + ?Sized> ChatModel for Arc<M> {
 
     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
         (**self).chat(request).await
+    }
+
+    fn streams(&self) -> bool {
+        (**self).streams()
+    }
+
+    async fn chat_streaming(
+        &self,
+        request: &ChatRequest,
+        on_text: &mut (dyn for<'s> FnMut(&'s str) + Send),
+    ) -> Result<ChatResponse, ModelError> {
+        (**self).chat_streaming(request, on_text).await
     }
 }
 

@@ -442,14 +442,21 @@ impl RunState {
                 self.driver = Some(*to);
                 self.usage += *usage;
             }
-            EventKind::StepAdded { step, usage } => {
+            EventKind::StepAdded {
+                step,
+                usage,
+                streamed,
+            } => {
                 if self.plan.step(&step.id).is_some() {
                     return Err(StateError::DuplicateStep(step.id.clone()));
                 }
                 let mut step = (**step).clone();
                 step.status = StepStatus::Pending;
                 step.attempts = 0;
-                self.plan.version = self.plan.version.max(1);
+                if !streamed {
+                    // A streamed plan stays version 0 until it is validated whole.
+                    self.plan.version = self.plan.version.max(1);
+                }
                 self.plan.steps.push(step);
                 self.usage += *usage;
             }

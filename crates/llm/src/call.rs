@@ -44,6 +44,16 @@ impl Default for CallPolicy {
     }
 }
 
+/// Where a streamed answer's text goes as it arrives (see
+/// [`ChatModel::chat_streaming`]).
+pub trait TextSink: Send {
+    /// A new attempt starts: what came before is void (a retry, or a
+    /// repair round-trip, streams its answer again from the start).
+    fn restart(&mut self);
+    /// The next piece of the answer's text.
+    fn text(&mut self, piece: &str);
+}
+
 /// Sends `request` to `model`, retrying transient failures (rate limits,
 /// 5xx, timeouts, cut connections, truncated streams) with backoff, and
 /// returning persistent ones at once. Every attempt, failed or not, is
@@ -54,11 +64,22 @@ pub async fn call(
     policy: &CallPolicy,
     log: &mut Vec<ModelExchange>,
 ) -> Result<ChatResponse, ModelError> {
+    call_streaming(model, request, policy, log, None).await
+}
+
+/// [`call`], handing each attempt's text to `sink` as it streams in.
+pub async fn call_streaming(
+    model: &dyn ChatModel,
+    request: &ChatRequest,
+    policy: &CallPolicy,
+    log: &mut Vec<ModelExchange>,
+    mut sink: Option<&mut (dyn TextSink + '_)>,
+) -> Result<ChatResponse, ModelError> {
     let mut attempt: u32 = 1;
     let mut waited_ms: u64 = 0;
     loop {
         let started = Instant::now();
-        let result = attempt_once(model, request, policy.timeout_ms).await;
+        let result = attempt_once(model, request, policy.timeout_ms, sink.as_deref_mut()).await;
         let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         log.push(ModelExchange {
             model: model.name().to_owned(),
@@ -89,11 +110,23 @@ async fn attempt_once(
     model: &dyn ChatModel,
     request: &ChatRequest,
     timeout_ms: u64,
+    sink: Option<&mut (dyn TextSink + '_)>,
 ) -> Result<ChatResponse, ModelError> {
+    let answer = async {
+        match sink {
+            Some(sink) => {
+                sink.restart();
+                model
+                    .chat_streaming(request, &mut |piece| sink.text(piece))
+                    .await
+            }
+            None => model.chat(request).await,
+        }
+    };
     if timeout_ms == 0 {
-        return model.chat(request).await;
+        return answer.await;
     }
-    match tokio::time::timeout(Duration::from_millis(timeout_ms), model.chat(request)).await {
+    match tokio::time::timeout(Duration::from_millis(timeout_ms), answer).await {
         Ok(result) => result,
         Err(_) => Err(ModelError::Timeout {
             stage: TimeoutStage::Call,

@@ -9,4 +9,5 @@ pub mod providers;
 pub mod replay;
 pub mod roles;
 pub mod script;
+pub mod steps;
 pub mod structured;

@@ -44,6 +44,45 @@ pub struct ScriptEntry {
     /// A failure to return instead of an answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<ScriptError>,
+    /// Streams the answer's text in pieces at a fixed rate, as a provider
+    /// would (asked for whole, it arrives after the same time, at once).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream: Option<ScriptStream>,
+}
+
+/// How a scripted answer streams: `chunk_chars` characters every
+/// `chunk_ms` milliseconds, the first after `chunk_ms`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptStream {
+    /// Milliseconds before each piece.
+    pub chunk_ms: u64,
+    /// Characters per piece (default 16).
+    #[serde(default = "default_chunk_chars")]
+    pub chunk_chars: usize,
+}
+
+fn default_chunk_chars() -> usize {
+    16
+}
+
+impl ScriptStream {
+    /// `text` cut into the pieces it streams as.
+    pub fn pieces(self, text: &str) -> Vec<&str> {
+        let size = self.chunk_chars.max(1);
+        let mut pieces = Vec::new();
+        let mut start = 0;
+        for (n, (i, _)) in text.char_indices().enumerate() {
+            if n > 0 && n % size == 0 {
+                pieces.push(&text[start..i]);
+                start = i;
+            }
+        }
+        if start < text.len() {
+            pieces.push(&text[start..]);
+        }
+        pieces
+    }
 }
 
 /// Token counts of a scripted answer.
@@ -382,13 +421,9 @@ fn finish_reason(entry: &ScriptEntry) -> FinishReason {
     }
 }
 
-#[async_trait]
-impl ChatModel for ScriptModel {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
+impl ScriptModel {
+    /// The entry answering `request` (the next one, if it fits), moved past.
+    fn next_entry(&self, request: &ChatRequest) -> Result<ScriptEntry, ModelError> {
         let mut next = self.next.lock().map_err(|_| {
             ModelError::Script(format!("{}: the script's lock is poisoned", self.source))
         })?;
@@ -413,6 +448,11 @@ impl ChatModel for ScriptModel {
             )));
         }
         *next += 1;
+        Ok(entry.clone())
+    }
+
+    /// The entry's answer (or its simulated failure).
+    fn response(&self, entry: &ScriptEntry) -> Result<ChatResponse, ModelError> {
         if let Some(error) = &entry.error {
             return Err(error.to_model_error(&self.name));
         }
@@ -429,6 +469,41 @@ impl ChatModel for ScriptModel {
             usage: Usage::llm_call(usage.input_tokens, usage.output_tokens),
             model: self.name.clone(),
         })
+    }
+}
+
+#[async_trait]
+impl ChatModel for ScriptModel {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
+        self.chat_streaming(request, &mut |_| {}).await
+    }
+
+    /// A script streams if any of its entries does.
+    fn streams(&self) -> bool {
+        self.entries.iter().any(|e| e.stream.is_some())
+    }
+
+    async fn chat_streaming(
+        &self,
+        request: &ChatRequest,
+        on_text: &mut (dyn for<'s> FnMut(&'s str) + Send),
+    ) -> Result<ChatResponse, ModelError> {
+        let entry = self.next_entry(request)?;
+        let response = self.response(&entry)?;
+        match entry.stream {
+            Some(stream) => {
+                for piece in stream.pieces(&response.text) {
+                    tokio::time::sleep(std::time::Duration::from_millis(stream.chunk_ms)).await;
+                    on_text(piece);
+                }
+            }
+            None => on_text(&response.text),
+        }
+        Ok(response)
     }
 }
 
@@ -467,6 +542,35 @@ mod tests {
         assert_eq!(ok.usage, Usage::llm_call(3, 1));
         let err = model.chat(&req("assessor")).await.unwrap_err();
         assert!(err.to_string().contains("no more responses (3 used)"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_streamed_entry_arrives_in_pieces_at_its_rate() {
+        let entries = parse(
+            "{\"text\": \"abcdefghij\", \"stream\": {\"chunk_ms\": 20, \"chunk_chars\": 4}}\n\
+             {\"text\": \"whole\", \"stream\": {\"chunk_ms\": 20, \"chunk_chars\": 4}}",
+            "s.jsonl",
+        )
+        .unwrap();
+        let model = ScriptModel::new("script:s".into(), "s".into(), entries);
+        assert!(model.streams());
+        let started = tokio::time::Instant::now();
+        let mut seen = Vec::new();
+        let response = model
+            .chat_streaming(&req(""), &mut |piece| {
+                seen.push((piece.to_owned(), started.elapsed().as_millis()))
+            })
+            .await
+            .unwrap();
+        assert_eq!(response.text, "abcdefghij");
+        assert_eq!(
+            seen,
+            [("abcd".into(), 20), ("efgh".into(), 40), ("ij".into(), 60)]
+        );
+        // Asked whole, it takes as long and comes at once.
+        let started = tokio::time::Instant::now();
+        assert_eq!(model.chat(&req("")).await.unwrap().text, "whole");
+        assert_eq!(started.elapsed().as_millis(), 40);
     }
 
     #[test]

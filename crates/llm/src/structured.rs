@@ -13,7 +13,7 @@ use stepwise_core::model::{ExchangeOutcome, ModelExchange};
 use stepwise_core::roles::{RoleError, RoleName};
 use stepwise_core::{ChatModel, ChatRequest, ChatResponse, FinishReason, Message, Usage};
 
-use crate::call::{CallPolicy, call};
+use crate::call::{CallPolicy, TextSink, call_streaming};
 
 /// Most start positions tried when looking for JSON inside prose: bounds the
 /// work a pathological answer (thousands of `{`) can cause.
@@ -61,6 +61,20 @@ pub async fn structured_with<T: DeserializeOwned>(
     log: &mut Vec<ModelExchange>,
     check: Check,
 ) -> Result<(T, Usage), RoleError> {
+    structured_streaming(model, request, policy, role, log, check, None).await
+}
+
+/// [`structured_with`], handing the text of every answer (each attempt,
+/// the repair round-trip included) to `sink` as it streams in.
+pub async fn structured_streaming<T: DeserializeOwned>(
+    model: &dyn ChatModel,
+    request: &ChatRequest,
+    policy: &CallPolicy,
+    role: RoleName,
+    log: &mut Vec<ModelExchange>,
+    check: Check,
+    mut sink: Option<&mut (dyn TextSink + '_)>,
+) -> Result<(T, Usage), RoleError> {
     let validator = match (check, &request.response_schema) {
         (Check::Schema, Some(schema)) => match jsonschema::validator_for(&schema.schema) {
             Ok(v) => Some(v),
@@ -83,7 +97,8 @@ pub async fn structured_with<T: DeserializeOwned>(
     let mut request = request.clone();
     let mut round = 1;
     loop {
-        let response = match call(model, &request, policy, log).await {
+        let response = match call_streaming(model, &request, policy, log, sink.as_deref_mut()).await
+        {
             Ok(r) => r,
             Err(e) => {
                 let attempts = log.iter().rev().take_while(|x| is_error(x)).count();

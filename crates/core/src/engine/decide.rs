@@ -146,6 +146,9 @@ pub(crate) enum Standing {
     React,
     /// An approved plan: reconcile its steps, then [`after_resume`].
     Plan,
+    /// Stopped while its first plan streamed: reconcile the streamed steps,
+    /// then validate the draft if it was received, else plan again.
+    Streamed,
 }
 
 /// How far a run got, read from the fold: input, strategy, draft, plan,
@@ -164,6 +167,9 @@ pub(crate) fn standing(state: &RunState) -> Standing {
     }
     if let Some(Driver::React { .. }) = state.driver {
         return Standing::React;
+    }
+    if super::stream::stopped_mid_stream(state) {
+        return Standing::Streamed;
     }
     if state.pending_draft.is_some() {
         return Standing::At(Node::ValidatePlan);

@@ -278,6 +278,32 @@ impl Run<'_> {
         }
     }
 
+    /// Records a successful attempt: the executor's model calls, the side
+    /// effect's outcome, then `step_succeeded`.
+    pub(super) async fn succeeded(
+        &mut self,
+        step: &StepId,
+        attempt: u32,
+        reply: Reply<Value>,
+        duration_ms: u64,
+    ) -> Result<StepOutcome, EngineError> {
+        self.record_calls(crate::roles::RoleName::StepExecutor, reply.exchanges)
+            .await?;
+        let result = StepResult {
+            output: reply.value,
+            attempts: attempt,
+            duration_ms,
+        };
+        self.complete_side_effect(step, &result.output).await?;
+        self.record(EventKind::StepSucceeded {
+            step: step.clone(),
+            result: result.clone(),
+            usage: reply.usage,
+        })
+        .await?;
+        Ok(StepOutcome::Succeeded(result))
+    }
+
     pub(super) async fn execute_step(&mut self) -> NodeResult {
         if let Some(outcome) = self.recovered.pop_front() {
             // Recorded before a crash but never assessed.
@@ -303,21 +329,8 @@ impl Run<'_> {
                     result: Ok(reply),
                     duration_ms,
                 } => {
-                    self.record_calls(crate::roles::RoleName::StepExecutor, reply.exchanges)
-                        .await?;
-                    let result = StepResult {
-                        output: reply.value,
-                        attempts: attempt,
-                        duration_ms,
-                    };
-                    self.complete_side_effect(&step, &result.output).await?;
-                    self.record(EventKind::StepSucceeded {
-                        step: step.clone(),
-                        result: result.clone(),
-                        usage: reply.usage,
-                    })
-                    .await?;
-                    self.last = Some((step, StepOutcome::Succeeded(result)));
+                    let outcome = self.succeeded(&step, attempt, reply, duration_ms).await?;
+                    self.last = Some((step, outcome));
                     return Ok(self.after_execute().into());
                 }
                 CompletionKind::Attempt {

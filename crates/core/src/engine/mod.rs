@@ -53,6 +53,10 @@ pub struct RunConfig {
     pub repair_first_draft: bool,
     /// Who judges a finished step's acceptance criteria.
     pub assess: AssessMode,
+    /// Whether a run's first plan is streamed when the planner can stream
+    /// it and the reviewer approves unread (see `engine/stream.rs`): steps
+    /// start while the planner still writes later ones.
+    pub stream_plans: bool,
 }
 
 /// Who judges a finished step: the engine by its typed checks, the
@@ -79,6 +83,7 @@ impl Default for RunConfig {
             retry: RetryPolicy::default(),
             repair_first_draft: true,
             assess: AssessMode::default(),
+            stream_plans: false,
         }
     }
 }
@@ -557,6 +562,7 @@ mod react;
 mod report;
 mod resume;
 mod strategy;
+mod stream;
 
 use decide::{Command, Next, Review};
 use dispatch::{Completion, CompletionKind};

@@ -33,6 +33,9 @@ impl Run<'_> {
     }
 
     pub(super) async fn create_plan(&mut self) -> NodeResult {
+        if self.streams_plan() {
+            return self.stream_plan().await;
+        }
         let request = PlanRequest {
             goal: self.goal()?,
             tools: &self.engine.specs,

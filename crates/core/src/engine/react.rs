@@ -123,6 +123,7 @@ impl Run<'_> {
                 self.record(EventKind::StepAdded {
                     step: Box::new(step),
                     usage: reply.usage,
+                    streamed: false,
                 })
                 .await?;
                 // A side-effect call needs an approval of its exact arguments,

@@ -211,6 +211,16 @@ impl Run<'_> {
                 }
                 .into())
             }
+            Standing::Streamed => {
+                self.recovered = unassessed(&self.state).into();
+                self.reconcile_in_flight().await?;
+                Ok(if self.state.pending_draft.is_some() {
+                    Node::ValidatePlan
+                } else {
+                    Node::CreatePlan
+                }
+                .into())
+            }
             Standing::Plan => {
                 self.recovered = unassessed(&self.state).into();
                 self.reconcile_in_flight().await?;

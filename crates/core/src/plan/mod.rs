@@ -8,6 +8,7 @@
 pub mod args;
 pub mod criteria;
 pub mod dag;
+pub mod stream;
 pub mod validate;
 
 use std::collections::BTreeMap;

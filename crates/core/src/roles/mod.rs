@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 pub use actor::{ActRequest, Action, Actor, Turn};
 pub use assessor::{AssessRequest, Assessor, StepOutcome};
 pub use executor::{DependencyOutput, StepContext, StepExecutor, ToolCallExecutor};
-pub use planner::{PlanRequest, Planner};
+pub use planner::{PlanRequest, Planner, StepSender};
 pub use repairer::{RepairRequest, Repairer};
 pub use replanner::{ReplanRequest, Replanner};
 pub use reviewer::{AutoApprove, Reviewer};

@@ -12,6 +12,12 @@ use crate::plan::Plan;
 pub trait Reviewer: Send + Sync {
     /// Approves or rejects a plan version before it runs.
     async fn review(&self, goal: &Goal, plan: &Plan) -> Result<Reply<ReviewDecision>, RoleError>;
+
+    /// Whether it approves every plan without reading it. Only then may the
+    /// steps of a streamed plan start before the whole plan is reviewed.
+    fn approves_unread(&self) -> bool {
+        false
+    }
 }
 
 /// Approves every plan: the default when no review is asked for (seed 001).
@@ -24,5 +30,9 @@ impl Reviewer for AutoApprove {
         Ok(Reply::free(ReviewDecision::Approved {
             by: "auto".to_owned(),
         }))
+    }
+
+    fn approves_unread(&self) -> bool {
+        true
     }
 }

@@ -44,8 +44,8 @@ pub use summarizer::LlmSummarizer;
 pub use synthesizer::LlmSynthesizer;
 pub use verifier::LlmVerifier;
 
-use crate::call::CallPolicy;
-use crate::structured::{Check, structured_with};
+use crate::call::{CallPolicy, TextSink};
+use crate::structured::{Check, structured_streaming};
 
 /// Every LLM-backed role over one model: the planning graph's roles, with
 /// plans approved automatically and open step arguments filled by the model,
@@ -152,15 +152,30 @@ impl Backend {
         &self,
         ask: Ask<'_, C>,
     ) -> Result<Reply<T>, RoleError> {
+        self.ask_streaming(ask, None).await
+    }
+
+    /// Whether the model hands its answers over as they stream in.
+    pub(crate) fn streams(&self) -> bool {
+        self.model.streams()
+    }
+
+    /// [`ask`](Self::ask), handing the answer's text to `sink` as it streams in.
+    pub(crate) async fn ask_streaming<T: DeserializeOwned, C: Serialize>(
+        &self,
+        ask: Ask<'_, C>,
+        sink: Option<&mut (dyn TextSink + '_)>,
+    ) -> Result<Reply<T>, RoleError> {
         let request = self.request(&ask)?;
         let mut log: Vec<ModelExchange> = Vec::new();
-        let (value, usage) = structured_with(
+        let (value, usage) = structured_streaming(
             self.model.as_ref(),
             &request,
             &self.policy,
             ask.role,
             &mut log,
             ask.check,
+            sink,
         )
         .await?;
         Ok(Reply {

@@ -9,12 +9,14 @@ use serde::Serialize;
 use serde_json::Value;
 use stepwise_core::plan::plan_json_schema;
 use stepwise_core::roles::{
-    PlanRequest, Planner, RepairRequest, Repairer, Reply, RoleError, RoleName,
+    PlanRequest, Planner, RepairRequest, Repairer, Reply, RoleError, RoleName, StepSender,
 };
 use stepwise_core::{Diagnostic, DraftPlan, ResponseSchema};
 
 use super::view::{self, RanStep, ToolView};
 use super::{Ask, Backend, llm_role};
+use crate::call::TextSink;
+use crate::steps::StepScanner;
 use crate::structured::Check;
 
 /// Characters of a refused draft shown to the repairer.
@@ -43,27 +45,51 @@ struct PlannerContext {
     max_steps: usize,
 }
 
-#[async_trait]
-impl Planner for LlmPlanner {
-    async fn plan(&self, request: PlanRequest<'_>) -> Result<Reply<DraftPlan>, RoleError> {
+impl LlmPlanner {
+    async fn draft(
+        &self,
+        request: PlanRequest<'_>,
+        sink: Option<&mut (dyn TextSink + '_)>,
+    ) -> Result<Reply<DraftPlan>, RoleError> {
         let context = PlannerContext {
             goal: request.goal.goal.clone(),
             constraints: view::constraints(&request.goal.constraints),
             tools: view::tools(request.tools),
             max_steps: request.max_steps,
         };
-        let reply: Reply<Value> = self
-            .backend
-            .ask(Ask {
-                role: RoleName::Planner,
-                purpose: "planner",
-                template: "planner.jinja",
-                context: &context,
-                schema: plan_schema(),
-                check: Check::ParseOnly,
-            })
-            .await?;
+        let ask = Ask {
+            role: RoleName::Planner,
+            purpose: "planner",
+            template: "planner.jinja",
+            context: &context,
+            schema: plan_schema(),
+            check: Check::ParseOnly,
+        };
+        let reply: Reply<Value> = self.backend.ask_streaming(ask, sink).await?;
         Ok(as_draft(reply))
+    }
+}
+
+#[async_trait]
+impl Planner for LlmPlanner {
+    async fn plan(&self, request: PlanRequest<'_>) -> Result<Reply<DraftPlan>, RoleError> {
+        self.draft(request, None).await
+    }
+
+    /// A model that streams its answers streams its plans.
+    fn streams(&self) -> bool {
+        self.backend.streams()
+    }
+
+    /// The plan JSON the prompt asks for, each element of its `steps`
+    /// handed on as soon as it is complete ([`StepScanner`]).
+    async fn plan_streaming(
+        &self,
+        request: PlanRequest<'_>,
+        steps: StepSender,
+    ) -> Result<Reply<DraftPlan>, RoleError> {
+        let mut scanner = StepScanner::new(steps);
+        self.draft(request, Some(&mut scanner)).await
     }
 }
 

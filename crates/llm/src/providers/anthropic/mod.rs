@@ -63,7 +63,11 @@ impl AnthropicClient {
         Ok(self)
     }
 
-    async fn chat_inner(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
+    async fn chat_inner(
+        &self,
+        request: &ChatRequest,
+        on_text: &mut (dyn for<'s> FnMut(&'s str) + Send),
+    ) -> Result<ChatResponse, ModelError> {
         let body = wire::request(&self.model, request);
         let mut builder = self
             .http
@@ -82,12 +86,19 @@ impl AnthropicClient {
         let body = sse::read(response, &self.timeouts, |_event, data| {
             let event: Event =
                 serde_json::from_str(data).map_err(|e| sse::corrupt_event(&e, data))?;
+            if let Some(text) = event.text_delta() {
+                on_text(text);
+            }
             assembly.push(event, &ctx)
         })
         .await?;
         match body {
             Body::Streamed => assembly.finish(&self.model),
-            Body::Whole(text) => Assembly::whole(&text, &ctx, &self.model),
+            Body::Whole(text) => {
+                let response = Assembly::whole(&text, &ctx, &self.model)?;
+                on_text(&response.text);
+                Ok(response)
+            }
         }
     }
 }
@@ -99,7 +110,19 @@ impl ChatModel for AnthropicClient {
     }
 
     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
-        self.chat_inner(request)
+        self.chat_streaming(request, &mut |_| {}).await
+    }
+
+    fn streams(&self) -> bool {
+        true
+    }
+
+    async fn chat_streaming(
+        &self,
+        request: &ChatRequest,
+        on_text: &mut (dyn for<'s> FnMut(&'s str) + Send),
+    ) -> Result<ChatResponse, ModelError> {
+        self.chat_inner(request, on_text)
             .await
             .map_err(|e| http::redact(e, self.key.as_ref()))
     }

@@ -169,6 +169,20 @@ pub(super) struct Event {
     pub(super) model: Option<String>,
 }
 
+impl Event {
+    /// The text a `content_block_delta` event adds, if it adds any.
+    pub(super) fn text_delta(&self) -> Option<&str> {
+        if self.kind.as_deref() != Some("content_block_delta") {
+            return None;
+        }
+        let delta = self.delta.as_ref()?;
+        if delta.kind.as_deref() != Some("text_delta") {
+            return None;
+        }
+        delta.text.as_deref().filter(|t| !t.is_empty())
+    }
+}
+
 #[derive(Debug, Default, Clone, Deserialize)]
 pub(super) struct ContentBlock {
     #[serde(rename = "type", default, deserialize_with = "lenient::text")]

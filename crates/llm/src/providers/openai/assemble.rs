@@ -65,6 +65,11 @@ impl Assembly {
         Ok(())
     }
 
+    /// The answer's text so far.
+    pub(super) fn text(&self) -> &str {
+        &self.text
+    }
+
     fn delta(&mut self, delta: Delta) {
         self.text.push_str(delta.content.as_deref().unwrap_or(""));
         self.refusal

@@ -90,7 +90,11 @@ impl OpenAiClient {
         Ok(self)
     }
 
-    async fn chat_inner(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
+    async fn chat_inner(
+        &self,
+        request: &ChatRequest,
+        on_text: &mut (dyn for<'s> FnMut(&'s str) + Send),
+    ) -> Result<ChatResponse, ModelError> {
         let body = wire::request(&self.model, request, self.max_tokens);
         let mut builder = self.http.post(self.url.clone()).json(&body);
         if let Some(key) = &self.key {
@@ -111,13 +115,22 @@ impl OpenAiClient {
             }
             let chunk: Chunk =
                 serde_json::from_str(data).map_err(|e| sse::corrupt_event(&e, data))?;
+            let before = assembly.text().len();
             assembly.push(chunk, &ctx)?;
+            let text = &assembly.text()[before..];
+            if !text.is_empty() {
+                on_text(text);
+            }
             Ok(Flow::Continue)
         })
         .await?;
         match body {
             Body::Streamed => assembly.finish(&self.model),
-            Body::Whole(text) => Assembly::whole(&text, &ctx, &self.model),
+            Body::Whole(text) => {
+                let response = Assembly::whole(&text, &ctx, &self.model)?;
+                on_text(&response.text);
+                Ok(response)
+            }
         }
     }
 }
@@ -129,7 +142,19 @@ impl ChatModel for OpenAiClient {
     }
 
     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
-        self.chat_inner(request)
+        self.chat_streaming(request, &mut |_| {}).await
+    }
+
+    fn streams(&self) -> bool {
+        true
+    }
+
+    async fn chat_streaming(
+        &self,
+        request: &ChatRequest,
+        on_text: &mut (dyn for<'s> FnMut(&'s str) + Send),
+    ) -> Result<ChatResponse, ModelError> {
+        self.chat_inner(request, on_text)
             .await
             .map_err(|e| http::redact(e, self.key.as_ref()))
     }
