@@ -144,6 +144,18 @@ struct FileConfig {
     /// `[router] model = …`: seed 000's spelling of `[roles.router]`, folded
     /// into `roles` when the file is read (one of the two, not both).
     router: Option<RoleTable>,
+    /// `[planner]`: how plans are drafted.
+    planner: Option<PlannerTable>,
+}
+
+/// `[planner]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PlannerTable {
+    /// Stream the first plan: steps start while the model still writes
+    /// later ones (with a model that streams, and plans approved unread).
+    #[serde(default)]
+    stream: bool,
 }
 
 /// `[roles.NAME]`.
@@ -328,6 +340,11 @@ impl Config {
         provider
             .and_then(|p| self.file.endpoint(p)?.retry)
             .map_or(shared, |own| own.over(shared))
+    }
+
+    /// Whether `[planner] stream = true` asks for streamed plans.
+    pub(crate) fn stream_plans(&self) -> bool {
+        self.file.planner.as_ref().is_some_and(|p| p.stream)
     }
 
     /// How calls to the model a spec names are retried.

@@ -356,6 +356,8 @@ pub(crate) struct EngineBuilder<'a> {
     extra_tools: Vec<Arc<dyn stepwise_core::DynTool>>,
     /// Roles on a model of their own, over the default roles.
     role_models: Vec<(RoleName, ModelChoice)>,
+    /// `[planner] stream`: stream the first plan where the planner can.
+    stream_plans: bool,
 }
 
 impl<'a> EngineBuilder<'a> {
@@ -371,6 +373,7 @@ impl<'a> EngineBuilder<'a> {
             replay_of: None,
             extra_tools: Vec::new(),
             role_models: Vec::new(),
+            stream_plans: false,
         }
     }
 
@@ -406,7 +409,9 @@ impl<'a> EngineBuilder<'a> {
         cwd: &Path,
     ) -> anyhow::Result<Self> {
         let model = config.model(&host.model, cwd)?;
-        Ok(Self::for_host(host, corpus)?
+        let mut builder = Self::for_host(host, corpus)?;
+        builder.stream_plans = config.stream_plans();
+        Ok(builder
             .model(model)
             .role_models(role_choices(config, host, cwd)?)
             .approve(approve))
@@ -491,6 +496,7 @@ impl<'a> EngineBuilder<'a> {
             config.repair_first_draft = host.plan.is_none() || host.repair;
             config.assess = host.assess.into();
         }
+        config.stream_plans = self.stream_plans;
         Ok(Engine::new(roles, tools, config)
             .context("the tools are misconfigured")?
             .with_strategy(self.strategy)

@@ -190,6 +190,9 @@ mod tests {
     fn junk_sends_nothing_and_never_panics() {
         assert!(scan(&["no json here ] } {", "\"\\"]).is_empty());
         assert!(scan(&["{\"steps\": {\"id\": \"a\"}}"]).is_empty());
-        assert!(scan(&["{\"steps\": [{\"id\": \"a\", }]}"]).is_empty(), "not JSON");
+        assert!(
+            scan(&["{\"steps\": [{\"id\": \"a\", }]}"]).is_empty(),
+            "not JSON"
+        );
     }
 }

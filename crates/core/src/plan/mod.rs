@@ -284,7 +284,7 @@ pub fn compose(previous: &Plan, draft: &Value) -> Value {
                 obj.remove("status");
                 obj.remove("attempts");
             }
-            if normalise_step(&ran_json) == normalise_step(&value) {
+            if normalise_step(&ran_json) == normalise_step(&value) || same_step(ran, &value) {
                 continue;
             }
         }
@@ -308,6 +308,17 @@ pub fn compose(previous: &Plan, draft: &Value) -> Value {
     let mut doc = serde_json::Map::new();
     doc.insert("steps".to_owned(), Value::Array(kept));
     Value::Object(doc)
+}
+
+/// Whether a draft's step is `ran` as written, read as a typed step (so a
+/// criterion written `{"check": "non_empty"}` equals its typed form).
+fn same_step(ran: &Step, draft: &Value) -> bool {
+    let Ok(mut written) = Step::deserialize(draft) else {
+        return false;
+    };
+    written.status = ran.status;
+    written.attempts = ran.attempts;
+    written == *ran
 }
 
 /// A step with its optional fields filled in, so `{}` and a missing `args` compare equal.

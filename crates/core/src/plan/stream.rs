@@ -45,7 +45,7 @@ impl PrefixCheck {
     /// accepts it if it passes.
     pub fn check(&mut self, step: Value, limits: Limits<'_>) -> Arrival {
         let id = step.get("id").and_then(Value::as_str);
-        if id.is_some() && self.accepted.iter().any(|a| *a == step) {
+        if id.is_some() && self.accepted.contains(&step) {
             return Arrival::Repeated;
         }
         self.accepted.push(step);
@@ -115,7 +115,10 @@ mod tests {
         };
         let mut check = PrefixCheck::new();
         let first = check.check(step("a", &[]), limits);
-        assert!(matches!(&first, Arrival::Accepted(s) if s.id.as_str() == "a"), "{first:?}");
+        assert!(
+            matches!(&first, Arrival::Accepted(s) if s.id.as_str() == "a"),
+            "{first:?}"
+        );
         // A dependency on a step not written yet is refused, as is its dependant.
         assert_eq!(
             codes(&check.check(step("b", &["later"]), limits)),
@@ -139,7 +142,10 @@ mod tests {
             [DiagnosticCode::ArgsSchemaMismatch]
         );
         // An independent step after the refused ones is accepted; a repeat is not new.
-        assert!(matches!(check.check(step("f", &["a"]), limits), Arrival::Accepted(_)));
+        assert!(matches!(
+            check.check(step("f", &["a"]), limits),
+            Arrival::Accepted(_)
+        ));
         assert_eq!(check.check(step("f", &["a"]), limits), Arrival::Repeated);
         // The same id with other content is a duplicate.
         assert_eq!(
@@ -148,8 +154,14 @@ mod tests {
         );
         assert_eq!(check.accepted(), 2);
         // The budget: max_steps counts the accepted steps.
-        assert!(matches!(check.check(step("g", &[]), limits), Arrival::Accepted(_)));
-        assert!(matches!(check.check(step("h", &[]), limits), Arrival::Accepted(_)));
+        assert!(matches!(
+            check.check(step("g", &[]), limits),
+            Arrival::Accepted(_)
+        ));
+        assert!(matches!(
+            check.check(step("h", &[]), limits),
+            Arrival::Accepted(_)
+        ));
         assert_eq!(
             codes(&check.check(step("i", &[]), limits)),
             [DiagnosticCode::TooManySteps]

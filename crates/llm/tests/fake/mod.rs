@@ -68,6 +68,8 @@ enum ReplyBody {
         pieces: Vec<String>,
         cut: bool,
         hang: bool,
+        /// Waited before each piece after the first (a model writing).
+        pace: Duration,
     },
 }
 
@@ -97,6 +99,7 @@ impl Reply {
                 pieces: pieces(body),
                 cut: false,
                 hang: false,
+                pace: Duration::ZERO,
             },
             delay: Duration::ZERO,
         }
@@ -136,6 +139,17 @@ impl Reply {
     pub(crate) fn header(mut self, name: &str, value: &str) -> Self {
         self.headers.push((name.into(), value.into()));
         self
+    }
+
+    /// A 200 event stream sent one event at a time, `ms` apart: a model
+    /// that writes its answer slowly.
+    pub(crate) fn sse_paced(body: &str, ms: u64) -> Self {
+        let mut reply = Self::sse(body);
+        if let ReplyBody::Pieces { pieces, pace, .. } = &mut reply.body {
+            *pieces = body.split_inclusive("\n\n").map(str::to_owned).collect();
+            *pace = Duration::from_millis(ms);
+        }
+        reply
     }
 
     /// Waits this long before answering at all.
@@ -249,15 +263,28 @@ async fn answer(
     }
     let body = match reply.body {
         ReplyBody::Whole(text) => Body::from(text),
-        ReplyBody::Pieces { pieces, cut, hang } => {
-            let sent = pieces.into_iter().map(Ok::<_, std::io::Error>);
+        ReplyBody::Pieces {
+            pieces,
+            cut,
+            hang,
+            pace,
+        } => {
+            let sent = futures::StreamExt::then(
+                futures::stream::iter(pieces.into_iter().enumerate()),
+                move |(i, piece)| async move {
+                    if i > 0 && !pace.is_zero() {
+                        tokio::time::sleep(pace).await;
+                    }
+                    Ok::<_, std::io::Error>(piece)
+                },
+            );
             let reset = cut.then(|| {
                 Err(std::io::Error::new(
                     std::io::ErrorKind::ConnectionReset,
                     "fake: cut",
                 ))
             });
-            let body = futures::stream::iter(sent.chain(reset));
+            let body = futures::StreamExt::chain(sent, futures::stream::iter(reset));
             if hang {
                 Body::from_stream(futures::StreamExt::chain(body, futures::stream::pending()))
             } else {

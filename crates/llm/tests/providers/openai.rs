@@ -196,3 +196,66 @@ async fn provider_errors_map_to_their_classes() {
         "{err:?}"
     );
 }
+
+/// An OpenAI answer streamed one event at a time, carrying `pieces` of text.
+fn streamed_text(pieces: &[&str]) -> String {
+    let chunk = |delta: serde_json::Value, finish: serde_json::Value| {
+        json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "gpt-test",
+               "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], "usage": null})
+    };
+    let mut events = vec![chunk(
+        json!({"role": "assistant", "content": ""}),
+        json!(null),
+    )];
+    events.extend(
+        pieces
+            .iter()
+            .map(|p| chunk(json!({"content": p}), json!(null))),
+    );
+    events.push(chunk(json!({}), json!("stop")));
+    events
+        .iter()
+        .map(|c| format!("data: {c}\n\n"))
+        .collect::<String>()
+        + "data: [DONE]\n\n"
+}
+
+#[tokio::test]
+async fn a_plan_streamed_over_sse_hands_its_first_step_over_before_the_answer_ends() {
+    use std::sync::Arc;
+    use stepwise_core::roles::{PlanRequest, Planner, StepSender};
+    use stepwise_core::{Constraints, Goal};
+    use stepwise_llm::call::CallPolicy;
+    use stepwise_llm::roles::{LlmPlanner, Prompts};
+
+    let server = FakeServer::start().await;
+    let first = r#"{"steps": [{"id": "a", "description": "find", "tool": "search_notes", "args": {"query": "x"}, "acceptance_criteria": ["found"]}"#;
+    let second = r#", {"id": "b", "description": "more", "tool": "search_notes", "args": {"query": "y"}, "acceptance_criteria": ["found"]}]}"#;
+    // 300 ms between events: the second step is written long after the first.
+    server.push(Reply::sse_paced(&streamed_text(&[first, second]), 300));
+    let model = Arc::new(openai(&server));
+    assert!(model.streams());
+    let planner = LlmPlanner::new(model, CallPolicy::default(), Prompts::embedded());
+    assert!(planner.streams());
+    let goal = Goal::prepare("What is a plan?", Constraints::default()).unwrap();
+    let (sender, mut steps) = tokio::sync::mpsc::unbounded_channel();
+    let request = PlanRequest {
+        goal: &goal,
+        tools: &[],
+        max_steps: 5,
+    };
+    let planning = planner.plan_streaming(request, StepSender::new(sender));
+    tokio::pin!(planning);
+    let step = tokio::select! {
+        step = steps.recv() => step.unwrap(),
+        _ = &mut planning => panic!("the answer ended before its first step was handed over"),
+    };
+    assert_eq!(step["id"], "a");
+    assert!(steps.try_recv().is_err(), "b is not written yet");
+    let reply = planning.await.unwrap();
+    assert_eq!(steps.try_recv().unwrap()["id"], "b");
+    // The whole draft is the answer as written, with its exchange on record.
+    assert_eq!(reply.value.0["steps"].as_array().unwrap().len(), 2);
+    assert_eq!(reply.exchanges.len(), 1);
+    assert_eq!(server.last_body()["stream"], true);
+}
