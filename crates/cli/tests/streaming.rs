@@ -127,6 +127,10 @@ fn at(events: &[Value], kind: &str, step: Option<&str>) -> usize {
         .unwrap_or_else(|| panic!("no {kind} {step:?} in {:#?}", kinds(events)))
 }
 
+fn count(events: &[Value], kind: &str) -> usize {
+    events.iter().filter(|e| e["kind"] == kind).count()
+}
+
 fn kinds(events: &[Value]) -> Vec<String> {
     events
         .iter()
@@ -182,10 +186,7 @@ fn a_streamed_plan_runs_its_first_steps_before_the_planner_has_written_the_last(
     assert_eq!(validated["plan"]["version"], 1);
     assert_eq!(validated["plan"]["steps"].as_array().unwrap().len(), 10);
     assert_eq!(
-        events
-            .iter()
-            .filter(|e| e["kind"] == "step_started")
-            .count(),
+        count(&events, "step_started"),
         10,
         "no step ran twice: {:#?}",
         kinds(&events)
@@ -236,15 +237,7 @@ fn an_invalid_step_mid_stream_holds_back_only_the_steps_that_need_it() {
     );
     assert!(at(&events, "plan_repaired", None) < at(&events, "plan_validated", None));
     // Steps that ran while streaming were not run again after the repair.
-    assert_eq!(
-        events
-            .iter()
-            .filter(|e| e["kind"] == "step_started")
-            .count(),
-        10,
-        "{:#?}",
-        kinds(&events)
-    );
+    assert_eq!(count(&events, "step_started"), 10, "{:#?}", kinds(&events));
 }
 
 #[test]
@@ -293,10 +286,7 @@ fn a_run_stopped_mid_stream_resumes_keeping_what_succeeded() {
         let validated = &after[at(&after, "plan_validated", None)];
         assert_eq!(validated["plan"]["version"], 1, "n={n}");
         assert_eq!(
-            after
-                .iter()
-                .filter(|e| e["kind"] == "step_succeeded")
-                .count(),
+            count(&after, "step_succeeded"),
             10,
             "n={n}: every step succeeded once: {:#?}",
             kinds(&after)
