@@ -919,6 +919,70 @@ fn references_are_checked_against_the_output_schema_of_the_tool_they_read() {
 }
 
 #[test]
+fn typed_acceptance_checks_are_checked_against_the_steps_own_output_schema() {
+    use DiagnosticCode as C;
+    let with = |criteria: Value| read("a", json!({"acceptance_criteria": criteria}));
+    // Paths the schema has, or cannot tell about, and tools without a schema pass.
+    for criteria in [
+        json!([{"check": "non_empty", "path": "content"}]),
+        json!([{"check": "min_results", "path": "lines", "min": 2}]),
+        json!([{"check": "field_present", "path": "lines[0].n"}]),
+        json!([{"check": "matches", "path": "content", "pattern": "ok"}]),
+        json!([{"check": "non_empty", "path": "meta.anything"}]),
+        json!([{"check": "json_schema", "schema": {"type": "object"}}, "the file"]),
+    ] {
+        check(&json!([with(criteria.clone())]))
+            .unwrap_or_else(|d| panic!("{criteria}:\n{}", describe(&d)));
+    }
+    check(&json!([search(
+        "a",
+        json!({"acceptance_criteria": [{"check": "non_empty", "path": "whatever"}]})
+    )]))
+    .unwrap_or_else(|d| panic!("{}", describe(&d)));
+
+    let d = check(&json!([with(
+        json!(["the file", {"check": "non_empty", "path": "text"}])
+    )]))
+    .expect_err("a field the output lacks");
+    assert_eq!(codes(&d), [C::OutputSchemaMismatch]);
+    assert_eq!(d[0].path, "/steps/0/acceptance_criteria/1");
+    assert!(
+        d[0].message.contains("checks `text`")
+            && d[0].message.contains("it has: content, lines, meta"),
+        "{}",
+        d[0].message
+    );
+    let d = check(&json!([with(
+        json!([{"check": "min_results", "path": "content"}])
+    )]))
+    .expect_err("min_results on a string");
+    assert_eq!(codes(&d), [C::OutputSchemaMismatch]);
+    assert!(
+        d[0].message
+            .contains("says `content` is a string, and this check needs an array"),
+        "{}",
+        d[0].message
+    );
+    let d = check(&json!([with(
+        json!([{"check": "matches", "path": "lines", "pattern": "x"}])
+    )]))
+    .expect_err("matches on an array");
+    assert_eq!(codes(&d), [C::OutputSchemaMismatch]);
+    // A step that already ran was judged: its criteria are not checked again.
+    check(&json!([with(
+        json!([{"check": "non_empty", "path": "text"}])
+    )
+    .as_object()
+    .map(|o| {
+        let mut o = o.clone();
+        o.insert("status".into(), json!("succeeded"));
+        Value::Object(o)
+    })
+    .unwrap()]))
+    .unwrap_or_else(|d| panic!("{}", describe(&d)));
+}
+
+#[test]
 fn a_whole_reference_must_have_the_type_its_argument_asks_for() {
     use DiagnosticCode as C;
     // `query` wants a string; `lines` is an array and keeps its type.

@@ -10,7 +10,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::args::{ArgRef, PathSegment, mentions_open, open_hint, references, whole_reference};
+use super::args::{
+    ArgRef, PathSegment, mentions_open, open_hint, parse_output_path, references, whole_reference,
+};
+use super::criteria::Check;
 use super::dag::DepGraph;
 use super::{Plan, Precondition, Step};
 use crate::goal::Constraints;
@@ -463,9 +466,72 @@ impl Checker<'_> {
             self.check_tool(tool, args, facts.status, &facts);
             if self.limits.tools.spec(tool).is_some() {
                 facts.tool = Some(tool.to_owned());
+                self.check_criteria_paths(obj, tool, &facts);
             }
         }
         facts
+    }
+
+    /// A typed acceptance check reads a path of the step's own output: when
+    /// the tool publishes an output schema, a path it cannot have (or a
+    /// check on the wrong type) is caught here, before the step runs and
+    /// fails its check for a reason no retry or replan can change.
+    fn check_criteria_paths(
+        &mut self,
+        obj: &Map<String, Value>,
+        tool: &str,
+        facts: &StepFacts<'_>,
+    ) {
+        let Some(schema) = self
+            .limits
+            .tools
+            .spec(tool)
+            .and_then(|s| s.output_schema.as_ref())
+        else {
+            return;
+        };
+        if facts.status.is_final() {
+            return; // it ran: its result was judged
+        }
+        let Some(Value::Array(items)) = obj.get("acceptance_criteria") else {
+            return;
+        };
+        let mut problems = Vec::new();
+        for (i, item) in items.iter().enumerate() {
+            let Ok(check) = Check::deserialize(item) else {
+                continue; // free text, or reported by `criterion_problem`
+            };
+            let (path, wants) = match &check {
+                Check::MinResults { path, .. } => (path, Some("array")),
+                Check::Matches { path, .. } => (path, Some("string")),
+                Check::NonEmpty { path }
+                | Check::FieldPresent { path }
+                | Check::JsonSchema { path, .. } => (path, None),
+            };
+            let Ok(segments) = parse_output_path(path) else {
+                continue; // reported by `criterion_problem`
+            };
+            let why = match walk_output(schema, &segments) {
+                Err(why) => why,
+                Ok(found) => match (wants, found.and_then(simple_type)) {
+                    (Some(wanted), Some(given)) if given != wanted => format!(
+                        "says `{path}` is {}, and this check needs {}",
+                        a_type(given),
+                        a_type(wanted)
+                    ),
+                    _ => continue,
+                },
+            };
+            problems.push((
+                format!("/steps/{}/acceptance_criteria/{i}", facts.index),
+                format!(
+                    "`acceptance_criteria[{i}]` checks `{path}`, but {tool}'s output schema {why}"
+                ),
+            ));
+        }
+        for (path, message) in problems {
+            self.step_diag(DiagnosticCode::OutputSchemaMismatch, facts, path, message);
+        }
     }
 
     fn check_preconditions<'v>(&mut self, obj: &'v Map<String, Value>, facts: &mut StepFacts<'v>) {
@@ -1162,7 +1228,7 @@ pub fn validate_plan(plan: &Plan, limits: Limits<'_>) -> Vec<Diagnostic> {
 fn criterion_problem(item: &Value) -> Option<String> {
     match item {
         Value::String(s) if !s.trim().is_empty() => None,
-        Value::Object(_) => match super::criteria::Check::deserialize(item) {
+        Value::Object(_) => match Check::deserialize(item) {
             Ok(check) => check.problem(),
             Err(e) => Some(format!(
                 "is not a check the engine knows ({e}); the checks are min_results, non_empty, field_present, matches and json_schema"
