@@ -362,17 +362,22 @@ impl Store for MemoryStore {
                 run: run.clone(),
                 source,
             };
-            match (runs.get_mut(run), events) {
-                // One event (what the engine's sink appends) folds in place:
-                // `apply` refuses an event before changing anything.
-                (Some(state), [event]) => state.apply(event).map_err(invalid)?,
-                // Several fold onto a copy, so the append is all or nothing.
-                _ => {
-                    let mut state = runs.get(run).cloned().unwrap_or_default();
-                    for e in events {
-                        state.apply(e).map_err(invalid)?;
+            // The events fold in place (a copy would cost the whole run at
+            // every group commit). `apply` refuses an event before changing
+            // anything, so if one is refused, the run is folded again from
+            // its log before the batch: the append is all or nothing.
+            let state = runs.entry(run.clone()).or_default();
+            for (i, e) in events.iter().enumerate() {
+                if let Err(refused) = state.apply(e) {
+                    if i > 0 {
+                        let before = usize::try_from(last_seq).unwrap_or(usize::MAX);
+                        *state = RunState::from_events(state.execution_history.iter().take(before))
+                            .map_err(invalid)?;
                     }
-                    runs.insert(run.clone(), state);
+                    if state.execution_history.is_empty() {
+                        runs.remove(run);
+                    }
+                    return Err(invalid(refused));
                 }
             }
             Ok(())

@@ -146,6 +146,8 @@ impl Run<'_> {
         if self.state.approvals.get(id) == Some(&hash) {
             return Ok(Gate::Open);
         }
+        // Whoever decides may be slow (a person): nothing noted waits on them.
+        self.flush().await?;
         let request = ApprovalRequest {
             run_id: &self.state.run_id,
             step: id,

@@ -33,6 +33,11 @@ impl Run<'_> {
         if !self.unjudged.is_empty() && (!self.engine.roles.assessor.judges_waves() || !self.busy())
         {
             let wave = std::mem::take(&mut self.unjudged);
+            // A slow assessor is not asked while the outcomes it judges are
+            // unsent: a crash during its call must not lose a tool's result.
+            if !self.engine.roles.assessor.is_local() {
+                self.flush().await?;
+            }
             let requests = wave
                 .iter()
                 .map(|(id, outcome)| {
@@ -124,7 +129,9 @@ impl Run<'_> {
             verdict = Verdict::Synthesize;
             reason = "the token budget is spent".to_owned();
         }
-        self.record(EventKind::Assessed {
+        // Committed with the next flush: the outcome's, when the assessor
+        // is local, else the next dispatch's (see `Run::flush`).
+        self.note(EventKind::Assessed {
             step: id.clone(),
             acceptance_met: assessment.acceptance_met,
             verdict,
@@ -134,6 +141,5 @@ impl Run<'_> {
             observations: assessment.observations,
             usage,
         })
-        .await
     }
 }

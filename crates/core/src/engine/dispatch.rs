@@ -51,8 +51,11 @@ impl Run<'_> {
         // A decision held (by the fold) stops dispatch, and so does the
         // token budget, recorded as a stop the first time it is found spent.
         if self.state.cursor.held().is_none() && !self.budget_spent().await? {
+            // The ready wave's starts are noted in one pass and committed
+            // together by the first spawn, then every call is spawned.
+            let mut wave = Vec::new();
             for id in self.state.index.ready(&self.state.plan) {
-                if self.in_flight.len() + self.immediate.len() >= self.concurrency() {
+                if self.in_flight.len() + self.immediate.len() + wave.len() >= self.concurrency() {
                     break;
                 }
                 if self.awaiting.contains(&id) {
@@ -69,11 +72,13 @@ impl Run<'_> {
                     .index
                     .find(&self.state.plan, &id)
                     .map_or(1, |s| s.attempts + 1);
-                self.record(EventKind::StepStarted {
+                self.note(EventKind::StepStarted {
                     step: id.clone(),
                     attempt,
-                })
-                .await?;
+                })?;
+                wave.push((id, attempt));
+            }
+            for (id, attempt) in wave {
                 self.start_attempt(&id, attempt).await?;
             }
         }
@@ -95,6 +100,7 @@ impl Run<'_> {
 
     /// Checks preconditions, resolves arguments and spawns one attempt. A
     /// problem found here is a typed failure of the attempt, not a crash.
+    /// The attempt's `step_started` is committed before the call is made.
     pub(super) async fn start_attempt(
         &mut self,
         id: &StepId,
@@ -121,6 +127,7 @@ impl Run<'_> {
                 tool,
                 timeout_ms,
             }) => {
+                self.flush().await?;
                 if tool.spec().side_effect
                     && let Some(log) = &self.engine.idempotency
                 {
@@ -249,7 +256,18 @@ impl Run<'_> {
         if let Some(c) = self.immediate.pop_front() {
             return Ok(c);
         }
-        match self.in_flight.join_next_with_id().await {
+        // Completions already in hand are handled in this pass; only before
+        // waiting for the next one is what they noted committed. (So this is
+        // not cancel-safe while events are unsent: a caller that selects on
+        // it flushes first, as stream_plan does.)
+        let joined = match self.in_flight.try_join_next_with_id() {
+            Some(joined) => Some(joined),
+            None => {
+                self.flush().await?;
+                self.in_flight.join_next_with_id().await
+            }
+        };
+        match joined {
             None => Err(EngineError::Invariant(
                 "execute_step with nothing in flight".to_owned(),
             )),
@@ -295,12 +313,12 @@ impl Run<'_> {
             duration_ms,
         };
         self.complete_side_effect(step, &result.output).await?;
-        self.record(EventKind::StepSucceeded {
+        // Committed with its assessment, or before anything waits (see `Run::flush`).
+        self.note(EventKind::StepSucceeded {
             step: step.clone(),
             result: result.clone(),
             usage: reply.usage,
-        })
-        .await?;
+        })?;
         Ok(StepOutcome::Succeeded(result))
     }
 
@@ -318,11 +336,10 @@ impl Run<'_> {
             } = self.next_completion().await?;
             match kind {
                 CompletionKind::BackoffElapsed => {
-                    self.record(EventKind::StepStarted {
+                    self.note(EventKind::StepStarted {
                         step: step.clone(),
                         attempt,
-                    })
-                    .await?;
+                    })?;
                     self.start_attempt(&step, attempt).await?;
                 }
                 CompletionKind::Attempt {
@@ -342,12 +359,11 @@ impl Run<'_> {
                     let calls = std::mem::take(&mut failure.exchanges);
                     self.record_calls(crate::roles::RoleName::StepExecutor, calls)
                         .await?;
-                    self.record(EventKind::StepFailed {
+                    self.note(EventKind::StepFailed {
                         step: step.clone(),
                         attempt,
                         failure: failure.clone(),
-                    })
-                    .await?;
+                    })?;
                     let next = decide::after_failure(
                         &self.engine.config.retry,
                         attempt,
@@ -355,12 +371,11 @@ impl Run<'_> {
                         fastrand::f64(),
                     );
                     if let decide::AfterFailure::Retry { delay_ms } = next {
-                        self.record(EventKind::StepRetrying {
+                        self.note(EventKind::StepRetrying {
                             step: step.clone(),
                             next_attempt: attempt + 1,
                             delay_ms,
-                        })
-                        .await?;
+                        })?;
                         let id = step.clone();
                         let handle = self.in_flight.spawn(async move {
                             tokio::time::sleep(Duration::from_millis(delay_ms)).await;
@@ -376,11 +391,10 @@ impl Run<'_> {
                     let decide::AfterFailure::Terminate(reason) = next else {
                         return Err(EngineError::Invariant("a retry not taken".to_owned()).into());
                     };
-                    self.record(EventKind::StepTerminated {
+                    self.note(EventKind::StepTerminated {
                         step: step.clone(),
                         reason,
-                    })
-                    .await?;
+                    })?;
                     self.last = Some((step, StepOutcome::Failed(failure)));
                     return Ok(self.after_execute().into());
                 }

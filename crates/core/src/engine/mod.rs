@@ -304,7 +304,9 @@ struct Run<'e> {
     /// Events at the end of the history not yet handed to the sinks: the
     /// model calls behind an answer wait for the event that acts on it and
     /// go with it in one append, so a crash never keeps an answer without
-    /// its decision — and a resume never asks the model for it again.
+    /// its decision — and a resume never asks the model for it again. The
+    /// dispatch loop's events wait too, until the loop must flush (see
+    /// [`flush`](Self::flush)).
     unsent: usize,
 }
 
@@ -463,22 +465,18 @@ impl<'e> Run<'e> {
         }
     }
 
-    /// Applies an event to the state, then hands it to every sink.
+    /// Applies an event to the state, then hands it, with every event noted
+    /// before it, to every sink. Model calls wait for the next flush (see
+    /// [`unsent`](Self::unsent)).
     ///
     /// The event is applied when this is called (every caller awaits the
     /// result at once), so the future keeps no copy of it: every node's
     /// future awaits this one, and a run's future is as large as its largest.
     fn record(&mut self, kind: EventKind) -> impl Future<Output = Result<(), EngineError>> + '_ {
-        let event = Event {
-            seq: self.state.execution_history.len() as u64 + 1,
-            at: Utc::now(),
-            kind,
-        };
-        let waits = matches!(event.kind, EventKind::ModelCalled { .. });
-        let applied = self.state.apply_owned(event);
+        let waits = matches!(kind, EventKind::ModelCalled { .. });
+        let noted = self.note(kind);
         async move {
-            applied?;
-            self.unsent += 1;
+            noted?;
             if waits {
                 return Ok(());
             }
@@ -486,7 +484,41 @@ impl<'e> Run<'e> {
         }
     }
 
-    /// Hands the events not yet sent to every sink, together.
+    /// Applies an event to the state and leaves it for the next
+    /// [`flush`](Self::flush): for events that nothing outside the run acts
+    /// on before the dispatch loop flushes (see there).
+    fn note(&mut self, kind: EventKind) -> Result<(), EngineError> {
+        let event = Event {
+            seq: self.state.execution_history.len() as u64 + 1,
+            at: Utc::now(),
+            kind,
+        };
+        self.state.apply_owned(event)?;
+        self.unsent += 1;
+        Ok(())
+    }
+
+    /// Hands the events not yet sent to every sink, together: one
+    /// transaction in a durable sink (group commit).
+    ///
+    /// The rule: an event is flushed before anything outside the run acts on
+    /// it or waits on something slow while it is unsent. Outside the
+    /// dispatch loop every node flushes on entry ([`step`](Self::step)) and
+    /// nearly every event is recorded with a flush at once. In the loop
+    /// (select_next_step, execute_step, assess_progress) a step's
+    /// `step_started`, its outcome (`step_succeeded`, `step_failed`,
+    /// `step_retrying`, `step_terminated`) and its `assessed` are noted, and
+    /// the loop flushes:
+    /// - before it spawns a tool call ([`start_attempt`](Self::start_attempt)):
+    ///   a call's `step_started` is durable first, with the whole wave's;
+    /// - before it waits for a tool to finish, once the completions already
+    ///   in hand are handled ([`next_completion`](Self::next_completion));
+    /// - before it asks an assessor that is not
+    ///   [`local`](crate::roles::Assessor::is_local), or an approver;
+    /// - before the run returns or pauses ([`drive`](Self::drive)).
+    ///
+    /// So a tool's result waits uncommitted only while the engine computes,
+    /// never across a model call, an approval or another tool's latency.
     async fn flush(&mut self) -> Result<(), EngineError> {
         let history = &self.state.execution_history;
         let Some(from) = history.len().checked_sub(self.unsent) else {
@@ -518,8 +550,16 @@ impl<'e> Run<'e> {
         }
     }
 
-    /// Performs the node `next` goes to.
+    /// Performs the node `next` goes to. Every node but the three of the
+    /// dispatch loop starts with what the loop noted on record (see
+    /// [`flush`](Self::flush)).
     async fn step(&mut self, next: Next) -> NodeResult {
+        if !matches!(
+            next,
+            Next::To(Node::SelectNextStep | Node::ExecuteStep | Node::AssessProgress)
+        ) {
+            self.flush().await?;
+        }
         let node = match next {
             Next::To(node) => node,
             Next::Replan(reason) => return self.replan(reason).await,

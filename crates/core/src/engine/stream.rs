@@ -69,6 +69,9 @@ impl Run<'_> {
         // Failed attempts, handed to execute_step once the plan is validated.
         let mut failed: Vec<Completion> = Vec::new();
         let outcome = loop {
+            // Nothing unsent while the select below may drop a branch: a
+            // flush cut short would leave its events half handed over.
+            self.flush().await?;
             let in_flight = !self.in_flight.is_empty() || !self.immediate.is_empty();
             let woken = tokio::select! {
                 // Steps first: a step written is dispatched before anything else.

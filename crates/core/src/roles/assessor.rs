@@ -44,6 +44,15 @@ pub trait Assessor: Send + Sync {
         false
     }
 
+    /// Whether this assessor answers without waiting on anything slow: no
+    /// model, no network, no person. The engine then commits a finished
+    /// step's outcome together with its assessment; otherwise it commits the
+    /// outcome before asking, so that a crash during a slow assessment never
+    /// loses a tool's result (see docs/durability.md, "Group commit").
+    fn is_local(&self) -> bool {
+        false
+    }
+
     /// Judges steps that finished in the same wave: one assessment per
     /// request, in order. By default, one by one.
     async fn assess_wave(

@@ -201,6 +201,11 @@ impl Assessor for ScriptedAssessor {
             None => Ok(Reply::free((self.fallback)(&request))),
         }
     }
+
+    /// Scripted answers and rules, in memory.
+    fn is_local(&self) -> bool {
+        true
+    }
 }
 
 /// The first non-empty string in a value (depth first, in key order).

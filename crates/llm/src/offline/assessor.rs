@@ -141,4 +141,9 @@ impl Assessor for OfflineAssessor {
         };
         Ok(Reply::free(assessment))
     }
+
+    /// Rules over the step's output and the reformulator's word lists: no model.
+    fn is_local(&self) -> bool {
+        true
+    }
 }
