@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use futures::future::BoxFuture;
 use serde_json::json;
+use stepwise_core::event::SinkError;
 use stepwise_core::roles::{AssessRequest, Assessor, Reply, RoleError};
 use stepwise_core::testing::{
     FnTool, ScriptedAssessor, ScriptedPlanner, ScriptedRepairer, ScriptedReplanner,
@@ -17,7 +18,6 @@ use stepwise_core::{
     Assessment, Constraints, Engine, Event, EventKind, EventSink, RunConfig, RunId, Step,
     ToolRegistry,
 };
-use stepwise_core::event::SinkError;
 
 /// Keeps every batch it is handed, as the store would commit it; fails a
 /// batch (committing none of it) that holds an event `fail_at` picks.
@@ -72,7 +72,11 @@ fn step_of(kind: &EventKind) -> Option<&str> {
 }
 
 impl EventSink for Batches {
-    fn record<'a>(&'a self, run: &'a RunId, event: &'a Event) -> BoxFuture<'a, Result<(), SinkError>> {
+    fn record<'a>(
+        &'a self,
+        run: &'a RunId,
+        event: &'a Event,
+    ) -> BoxFuture<'a, Result<(), SinkError>> {
         self.record_all(run, std::slice::from_ref(event))
     }
 
@@ -139,7 +143,10 @@ fn engine_for(
     let mut tools = ToolRegistry::new();
     tools.register_dyn(Arc::new(FnTool::with_context("work", move |ctx, _args| {
         let committed = seen.has("step_started", ctx.step.as_str());
-        calls.lock().unwrap().push((ctx.step.to_string(), committed));
+        calls
+            .lock()
+            .unwrap()
+            .push((ctx.step.to_string(), committed));
         Box::pin(async move { Ok(json!(format!("{} done", ctx.step))) })
     })));
     let config = RunConfig {
@@ -180,7 +187,13 @@ async fn a_local_assessment_is_committed_with_its_outcome_and_the_next_start() {
         "one commit per step, not three"
     );
     assert_eq!(calls.lock().unwrap().len(), 3);
-    assert!(calls.lock().unwrap().iter().all(|(_, committed)| *committed));
+    assert!(
+        calls
+            .lock()
+            .unwrap()
+            .iter()
+            .all(|(_, committed)| *committed)
+    );
 }
 
 #[tokio::test]
@@ -199,7 +212,12 @@ async fn a_wave_starts_in_one_commit_and_its_completions_in_hand_finish_in_one()
     assert_eq!(
         sink.step_batches(),
         strings(&[
-            &["step_started:a", "step_started:b", "step_started:c", "step_started:d"],
+            &[
+                "step_started:a",
+                "step_started:b",
+                "step_started:c",
+                "step_started:d"
+            ],
             &[
                 "step_succeeded:a",
                 "assessed:a",
@@ -214,7 +232,13 @@ async fn a_wave_starts_in_one_commit_and_its_completions_in_hand_finish_in_one()
             &["step_succeeded:join", "assessed:join"],
         ])
     );
-    assert!(calls.lock().unwrap().iter().all(|(_, committed)| *committed));
+    assert!(
+        calls
+            .lock()
+            .unwrap()
+            .iter()
+            .all(|(_, committed)| *committed)
+    );
 }
 
 #[tokio::test]
@@ -248,9 +272,9 @@ async fn a_slow_assessor_is_asked_only_after_the_outcome_is_committed() {
 #[tokio::test]
 async fn no_tool_is_called_whose_start_failed_to_commit() {
     // The commit of b's start fails (and with it the whole wave's).
-    let sink = Arc::new(Batches::failing_at(|k| {
-        matches!(k, EventKind::StepStarted { step, .. } if step.as_str() == "b")
-    }));
+    let sink = Arc::new(Batches::failing_at(
+        |k| matches!(k, EventKind::StepStarted { step, .. } if step.as_str() == "b"),
+    ));
     let calls = Arc::default();
     let plan = vec![
         step("a", &[]),
@@ -261,13 +285,20 @@ async fn no_tool_is_called_whose_start_failed_to_commit() {
     let engine = engine_for(plan, &sink, Arc::new(ScriptedAssessor::new([])), &calls);
     let result = engine.run("fan out", Constraints::default()).await;
     assert!(result.is_err(), "the failed commit stops the run");
-    assert_eq!(*calls.lock().unwrap(), Vec::new(), "no call without its committed start");
-    assert!(!sink.has("step_started", "a"), "the wave's starts commit together or not at all");
+    assert_eq!(
+        *calls.lock().unwrap(),
+        Vec::new(),
+        "no call without its committed start"
+    );
+    assert!(
+        !sink.has("step_started", "a"),
+        "the wave's starts commit together or not at all"
+    );
 
     // Later in a run: the commit holding c's start (after a and b ran) fails.
-    let sink = Arc::new(Batches::failing_at(|k| {
-        matches!(k, EventKind::StepStarted { step, .. } if step.as_str() == "c")
-    }));
+    let sink = Arc::new(Batches::failing_at(
+        |k| matches!(k, EventKind::StepStarted { step, .. } if step.as_str() == "c"),
+    ));
     let calls = Arc::default();
     let plan = vec![step("a", &[]), step("b", &["a"]), step("c", &["b"])];
     let chain = engine_for(plan, &sink, Arc::new(ScriptedAssessor::new([])), &calls);

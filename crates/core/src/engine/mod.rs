@@ -392,6 +392,9 @@ impl Run<'_> {
         role: crate::roles::RoleName,
         exchanges: Vec<crate::model::ModelExchange>,
     ) -> Result<(), EngineError> {
+        if exchanges.is_empty() {
+            return Ok(());
+        }
         // The role's snake_case name (`step_executor`), as in JSON.
         let role = serde_json::to_value(role)
             .ok()
