@@ -158,6 +158,22 @@ fn engine_for(
         .with_sink(Arc::clone(sink) as Arc<dyn EventSink>)
 }
 
+/// Panics unless every tool call found its step's `step_started` committed.
+fn assert_started_first(calls: &Mutex<Vec<(String, bool)>>) {
+    let early: Vec<String> = calls
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(_, committed)| !committed)
+        .map(|(step, _)| step.clone())
+        .collect();
+    assert_eq!(
+        early,
+        Vec::<String>::new(),
+        "called before their start was committed"
+    );
+}
+
 fn strings(batches: &[&[&str]]) -> Vec<Vec<String>> {
     batches
         .iter()
@@ -187,13 +203,7 @@ async fn a_local_assessment_is_committed_with_its_outcome_and_the_next_start() {
         "one commit per step, not three"
     );
     assert_eq!(calls.lock().unwrap().len(), 3);
-    assert!(
-        calls
-            .lock()
-            .unwrap()
-            .iter()
-            .all(|(_, committed)| *committed)
-    );
+    assert_started_first(&calls);
 }
 
 #[tokio::test]
@@ -232,13 +242,7 @@ async fn a_wave_starts_in_one_commit_and_its_completions_in_hand_finish_in_one()
             &["step_succeeded:join", "assessed:join"],
         ])
     );
-    assert!(
-        calls
-            .lock()
-            .unwrap()
-            .iter()
-            .all(|(_, committed)| *committed)
-    );
+    assert_started_first(&calls);
 }
 
 #[tokio::test]
