@@ -37,8 +37,13 @@ struct Site(Scratch, Option<ScratchDb>);
 impl Site {
     /// A site whose run database is a scratch PostgreSQL database, migrated.
     fn on_postgres(name: &str) -> Site {
+        Site::on_postgres_with(name, "")
+    }
+
+    /// As [`Site::on_postgres`], with `extra_toml` in `[serve]`.
+    fn on_postgres_with(name: &str, extra_toml: &str) -> Site {
         let db = ScratchDb::new(name).unwrap_or_else(|e| panic!("{e}"));
-        let mut site = Site::new(name, "");
+        let mut site = Site::new(name, extra_toml);
         site.1 = Some(db);
         let migrated = site.cli(&["migrate"], &[]);
         assert_eq!(migrated.code, 0, "{}", migrated.stderr);
@@ -1901,4 +1906,140 @@ async fn on_postgres_the_server_queues_runs_and_workers_work_on_them() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     worker.kill();
+}
+
+/// A step asks for an approval while others are still in flight: the run
+/// is `running`, not paused, and a worker holds it. The approval is handed
+/// to that worker, which records it once the other steps are done, and the
+/// run goes on to its end with no resume asked for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_postgres_an_approval_given_mid_run_reaches_the_worker() {
+    let site = Site::on_postgres("serve-pg-approve");
+    let server = site.serve(&[]);
+    let mut worker = site
+        .worker(&[], &[("STEPWISE_TOOL_DELAY_MS", "700")])
+        .stderr(Stdio::null())
+        .spawn();
+    let pid = worker.id().to_string();
+    // `save` waits for an approval after `find` (0.7 s); the chain of four
+    // searches beside it keeps the run busy for 2.8 s.
+    let chain = |id: &str, after: Option<&str>| {
+        let mut step = json!({"id": id, "description": "Find the cost", "tool": "search_notes",
+            "args": {"query": "operating cost"}, "acceptance_criteria": ["a passage"]});
+        if let Some(after) = after {
+            step["depends_on"] = json!([after]);
+        }
+        step
+    };
+    let mut plan = save_plan();
+    let steps = plan["steps"].as_array_mut().unwrap();
+    steps.push(chain("c1", None));
+    steps.push(chain("c2", Some("c1")));
+    steps.push(chain("c3", Some("c2")));
+    steps.push(chain("c4", Some("c3")));
+    let body = json!({"goal": "Save the latency budget", "notes": "rag", "plan": plan, "workspace": "mid"});
+    let run = server.submit(ACME, body).await;
+    let start = Instant::now();
+    let hash = loop {
+        let pending = server.get(&format!("/v1/runs/{run}/approvals"), ACME).await;
+        if let Some(hash) = pending.body["steps"][0]["args_hash"].as_str() {
+            assert_eq!(pending.body["status"], "running", "{pending:?}");
+            break hash.to_owned();
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "save never asked for its approval: {pending:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let item = listed(&server, &run).await;
+    assert_eq!(item["status"], "running", "{item}");
+    let holder = item["held_by"].as_str().unwrap_or_default().to_owned();
+    assert!(holder.ends_with(&format!(":{pid}")), "{item}");
+
+    let approved = server
+        .post(
+            &format!("/v1/runs/{run}/approve"),
+            ACME,
+            json!({"steps": [{"step": "save", "args_hash": &hash}]}),
+        )
+        .await;
+    assert_eq!(approved.status, 200, "{approved:?}");
+    assert_eq!(approved.body["delivered_to"], json!(holder), "{approved:?}");
+    assert_eq!(
+        approved.body["approved"],
+        json!(["step save"]),
+        "{approved:?}"
+    );
+    assert_eq!(approved.body["status"], "running", "{approved:?}");
+    // A stale hash is refused at once, as for a paused run.
+    let stale = server
+        .post(
+            &format!("/v1/runs/{run}/approve"),
+            ACME,
+            json!({"steps": [{"step": "save", "args_hash": "0000"}]}),
+        )
+        .await;
+    assert_eq!(stale.code(), "stale_approval", "{stale:?}");
+
+    let done = server
+        .wait_for(ACME, &run, &["ok", "failed", "needs_review"])
+        .await;
+    assert_eq!(done["status"], "ok", "{done}");
+    let ws = site.path().join("roots/ws/mid");
+    assert!(ws.join("latency.md").is_file());
+    let ledger = std::fs::read_to_string(ws.join(".stepwise/writes.jsonl")).unwrap();
+    assert_eq!(ledger.lines().count(), 1, "{ledger}");
+    let log = logged(&server, ACME, &run).await;
+    let granted: Vec<&Value> = log
+        .iter()
+        .filter(|e| e["kind"] == "approval_granted")
+        .collect();
+    assert_eq!(granted.len(), 1, "{:?}", kinds(&log));
+    assert_eq!(granted[0]["by"], "acme");
+    assert_eq!(granted[0]["args_hash"], json!(hash));
+    // Recorded by the worker, under its lease, with no one else's write.
+    let resumed: Vec<&Value> = log.iter().filter(|e| e["kind"] == "run_resumed").collect();
+    assert_eq!(resumed.len(), 1, "{:?}", kinds(&log));
+    assert_eq!(resumed[0]["by"], "acme");
+    let db = site.1.as_ref().unwrap();
+    let fences = db
+        .query(&format!(
+            "SELECT DISTINCT g.holder FROM stepwise.events e JOIN stepwise.lease_grants g
+             ON g.run_id = e.run_id AND g.fence = e.fence WHERE e.run_id = '{run}'"
+        ))
+        .unwrap();
+    assert_eq!(fences, [[Some(holder.clone())]], "{fences:?}");
+    worker.kill();
+}
+
+/// On PostgreSQL `max_queued` bounds the runs waiting for a worker: a
+/// submit beyond it is `503 queue_full` and records nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_postgres_max_queued_bounds_the_workers_queue() {
+    let site = Site::on_postgres_with("serve-pg-full", "[serve.limits]\nmax_queued = 2\n");
+    let server = site.serve(&[]);
+    let first = server.submit(ACME, run_body("tiny")).await;
+    let second = server.submit(ACME, run_body("tiny")).await;
+    let full = server.post("/v1/runs", ACME, run_body("tiny")).await;
+    assert_eq!(full.status, 503, "{full:?}");
+    assert_eq!(full.code(), "queue_full", "{full:?}");
+    let list = server.get("/v1/runs", ACME).await;
+    let mut ids: Vec<&str> = list.body["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["run_id"].as_str().unwrap())
+        .collect();
+    ids.sort_unstable();
+    let mut want = [first.as_str(), second.as_str()];
+    want.sort_unstable();
+    assert_eq!(ids, want, "{list:?}");
+    // Once a worker has worked the queue off, there is room again.
+    let worker = site.worker(&["--drain"], &[]);
+    let out = tokio::task::spawn_blocking(move || worker.run())
+        .await
+        .unwrap();
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    server.submit(ACME, run_body("tiny")).await;
 }

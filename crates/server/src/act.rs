@@ -204,6 +204,17 @@ pub(crate) fn approvals(
             ),
         ));
     }
+    grants(state, plan_version, steps, by)
+}
+
+/// The approval events for a request, checked against what the run has
+/// asked for so far, whether or not it has paused yet.
+pub(crate) fn grants(
+    state: &RunState,
+    plan_version: Option<u32>,
+    steps: &[StepApproval],
+    by: &str,
+) -> Result<Vec<EventKind>, ApiError> {
     let mut kinds = Vec::new();
     if let Some(version) = plan_version {
         match state.pending_review {
@@ -265,6 +276,30 @@ pub(crate) fn approvals(
         ));
     }
     Ok(kinds)
+}
+
+/// A person's approval of a run a worker is working on, as it rides in
+/// the run's job to that worker, which records it when the run pauses
+/// (see [`Launcher::deliver_approval`](crate::Launcher::deliver_approval)).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeliveredApproval {
+    /// Who approved (the tenant).
+    pub by: String,
+    /// A plan version approved, if any.
+    #[serde(default)]
+    pub plan_version: Option<u32>,
+    /// The steps approved, each bound to its hash.
+    #[serde(default)]
+    pub steps: Vec<StepApproval>,
+}
+
+impl DeliveredApproval {
+    /// The events that record it on the paused run `state`, checked as a
+    /// person's approval of a paused run is: a step no longer pending, or
+    /// whose arguments changed since, refuses it whole (with the reason).
+    pub fn events(&self, state: &RunState) -> Result<Vec<EventKind>, String> {
+        approvals(state, self.plan_version, &self.steps, &self.by).map_err(|e| e.message)
+    }
 }
 
 /// The refusal events for everything a run waits for, then `needs_review`

@@ -27,10 +27,10 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use stepwise_core::{Constraints, FinalOutput, RunId, RunStatus, RunSummary};
+use stepwise_core::{Constraints, FinalOutput, RunId, RunState, RunStatus, RunSummary};
 
 use crate::Shared;
-use crate::act::{self, Pending, StepApproval};
+use crate::act::{self, DeliveredApproval, Pending, StepApproval};
 use crate::auth::{SCHEME, Tenant};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::events;
@@ -436,6 +436,11 @@ pub struct Approved {
     pub resumed: bool,
     /// Its status now.
     pub status: ApiStatus,
+    /// The worker the approval was handed to, when one was working on the
+    /// run (PostgreSQL): it records the approval once the run's other
+    /// steps are done, and the run goes on without a resume.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivered_to: Option<String>,
 }
 
 /// `POST /v1/runs/{id}/reject`.
@@ -549,6 +554,8 @@ async fn submit(
             ),
         ));
     }
+    // Before the run is recorded, so a refused submit leaves nothing behind.
+    shared.queue_room().await?;
     let run_id = RunId::generate();
     shared
         .launcher
@@ -683,6 +690,12 @@ async fn approve(
 ) -> ApiResult<Json<Approved>> {
     let state = shared.owned(&tenant, &path.id).await?;
     let run = state.run_id.clone();
+    if state.status == RunStatus::Running
+        && shared.launcher.delegates()
+        && let Some(answer) = deliver(&shared, &state, &req, &tenant.0).await?
+    {
+        return Ok(Json(answer));
+    }
     // Checked before the lease, and again under it.
     act::approvals(&state, req.plan_version, &req.steps, &tenant.0)?;
     let (state, kinds) = {
@@ -693,16 +706,7 @@ async fn approve(
         })
         .await?
     };
-    let approved = kinds
-        .iter()
-        .filter_map(|k| match k {
-            stepwise_core::EventKind::PlanApproved { version, .. } => {
-                Some(format!("plan version {version}"))
-            }
-            stepwise_core::EventKind::ApprovalGranted { step, .. } => Some(format!("step {step}")),
-            _ => None,
-        })
-        .collect();
+    let approved = approved_names(&kinds);
     let pending = act::pending(&state);
     let mut resumed = false;
     if req.resume && pending.plan_version.is_none() && pending.steps.is_empty() {
@@ -723,7 +727,54 @@ async fn approve(
         pending,
         resumed,
         status: ApiStatus::of(state.status, shared.phase(&run).await),
+        delivered_to: None,
     }))
+}
+
+/// An approval of a run still running, asked for by a step while others
+/// are in flight: handed to the worker working on it (`None` if no worker
+/// has it: then it is refused as for any running run).
+async fn deliver(
+    shared: &Shared,
+    state: &RunState,
+    req: &ApproveRequest,
+    by: &str,
+) -> ApiResult<Option<Approved>> {
+    let kinds = act::grants(state, req.plan_version, &req.steps, by)?;
+    let approval = DeliveredApproval {
+        by: by.to_owned(),
+        plan_version: req.plan_version,
+        steps: req.steps.clone(),
+    };
+    let Some(worker) = shared
+        .launcher
+        .deliver_approval(&state.run_id, &approval)
+        .await?
+    else {
+        return Ok(None);
+    };
+    Ok(Some(Approved {
+        run_id: state.run_id.to_string(),
+        approved: approved_names(&kinds),
+        pending: act::pending(state),
+        resumed: false,
+        status: ApiStatus::of(state.status, None),
+        delivered_to: Some(worker),
+    }))
+}
+
+/// What approval events approve, as an answer names them.
+fn approved_names(kinds: &[stepwise_core::EventKind]) -> Vec<String> {
+    kinds
+        .iter()
+        .filter_map(|k| match k {
+            stepwise_core::EventKind::PlanApproved { version, .. } => {
+                Some(format!("plan version {version}"))
+            }
+            stepwise_core::EventKind::ApprovalGranted { step, .. } => Some(format!("step {step}")),
+            _ => None,
+        })
+        .collect()
 }
 
 async fn reject(

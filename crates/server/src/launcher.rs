@@ -16,6 +16,7 @@ use serde_json::Value;
 use stepwise_core::{Constraints, EventSink, Lease, RunId, RunState, RunStatus, Usage};
 use tokio::sync::watch;
 
+use crate::act::DeliveredApproval;
 use crate::error::{ApiError, ErrorCode};
 
 /// The key of `run_started.host` (and of the run's current host settings)
@@ -252,6 +253,19 @@ pub trait Launcher: Send + Sync + 'static {
         reason: &str,
     ) -> Result<Option<String>, LaunchError> {
         let _ = (run, reason);
+        Ok(None)
+    }
+
+    /// Hands a person's approval of a run that a worker is working on to
+    /// that worker, which records it under its lease once the run's other
+    /// steps are done and goes on; returns that worker, or `None` if no
+    /// worker has the run. Only called when [`Launcher::delegates`].
+    async fn deliver_approval(
+        &self,
+        run: &RunId,
+        approval: &DeliveredApproval,
+    ) -> Result<Option<String>, LaunchError> {
+        let _ = (run, approval);
         Ok(None)
     }
 

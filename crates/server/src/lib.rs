@@ -48,7 +48,7 @@ use stepwise_core::{RunId, RunState, RunStatus, Store};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-pub use crate::act::{Pending, PendingStep, StepApproval};
+pub use crate::act::{DeliveredApproval, Pending, PendingStep, StepApproval};
 pub use crate::api::{
     ApiStatus, ApproveRequest, Approved, CancelRequest, Links, ListQuery, RejectRequest, Rejected,
     ResumeRequest, RunItem, RunList, RunStatusBody, SubmitRun, Submitted,
@@ -128,8 +128,30 @@ impl Shared {
         if self.jobs.is_closed() {
             return Err(jobs::shutting_down());
         }
+        self.queue_room().await?;
         self.launcher.enqueue(&run, resume).await?;
         self.hub.notify(&run, 0);
+        Ok(())
+    }
+
+    /// On PostgreSQL, `max_queued` bounds the workers' queue as it bounds
+    /// this server's: a submit is refused (`503 queue_full`) while that many
+    /// runs wait for a worker. (`max_running` has no say there: each
+    /// worker's `--concurrency` bounds what it works on.) Always room when
+    /// this server works on its runs itself: its own queue counts then.
+    pub(crate) async fn queue_room(&self) -> Result<(), ApiError> {
+        if !self.launcher.delegates() {
+            return Ok(());
+        }
+        let waiting = self.launcher.waiting().await?.len();
+        if waiting >= self.limits.max_queued {
+            return Err(ApiError::new(
+                ErrorCode::QueueFull,
+                format!(
+                    "{waiting} runs are already waiting for a worker (max_queued); try again later"
+                ),
+            ));
+        }
         Ok(())
     }
 

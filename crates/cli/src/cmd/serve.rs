@@ -27,8 +27,8 @@ use stepwise_core::{
     Usage,
 };
 use stepwise_server::{
-    Auth, DEFAULT_LISTEN, ErrorCode, LaunchError, Launcher, NewRun, Resume, Server, ServerOptions,
-    Stop, TENANT_KEY, Work,
+    Auth, DEFAULT_LISTEN, DeliveredApproval, ErrorCode, LaunchError, Launcher, NewRun, Resume,
+    Server, ServerOptions, Stop, TENANT_KEY, Work,
 };
 use stepwise_store::PgStore;
 use stepwise_tools::notes::LoadedCorpus;
@@ -484,6 +484,18 @@ impl Launcher for ServeLauncher {
             Some(queue) => queue.request_cancel(run, reason).await.map_err(failed),
             None => Ok(None),
         }
+    }
+
+    async fn deliver_approval(
+        &self,
+        run: &RunId,
+        approval: &DeliveredApproval,
+    ) -> Result<Option<String>, LaunchError> {
+        let Some(queue) = &self.queue else {
+            return Ok(None);
+        };
+        let approval = serde_json::to_value(approval).map_err(failed)?;
+        queue.deliver_approval(run, &approval).await.map_err(failed)
     }
 
     async fn waiting(&self) -> Result<HashSet<RunId>, LaunchError> {

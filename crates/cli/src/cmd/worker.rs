@@ -37,7 +37,7 @@ use stepwise_core::event::{EventSink, SinkError};
 use stepwise_core::{
     Constraints, Event, EventKind, Lease, RunId, RunLease, RunStatus, Store, StoreError,
 };
-use stepwise_server::Resume;
+use stepwise_server::{DeliveredApproval, Resume};
 use stepwise_store::PgStore;
 use stepwise_store::postgres::queue::Job;
 use tokio::task::JoinSet;
@@ -133,6 +133,8 @@ impl EventSink for Fenced {
 enum Outcome {
     /// Finished or paused for a person: the job is done.
     Done(RunStatus),
+    /// Paused for a person, and the job already marked done.
+    Settled(RunStatus),
     /// The lease was taken over: abandoned, nothing more written.
     Fenced,
     /// Could not go on here (e.g. the database went away): given back.
@@ -157,8 +159,91 @@ impl Ctx {
     }
 }
 
-/// Starts or resumes the claimed run, to its end or a pause.
-async fn work(ctx: Arc<Ctx>, job: Job) -> anyhow::Result<Outcome> {
+/// Works on a claimed run until it ends, is lost, or pauses with no
+/// approval waiting for it. An approval a person gave while the run was
+/// still running (which `stepwise serve` hands to this worker through the
+/// run's job) is recorded under the lease once the run pauses, checked as
+/// any approval of a paused run is, and the run goes on in the same claim.
+async fn work_through(ctx: Arc<Ctx>, job: Job) -> anyhow::Result<Outcome> {
+    let mut outcome = work(Arc::clone(&ctx), job.clone(), None).await?;
+    loop {
+        if !matches!(outcome, Outcome::Done(RunStatus::AwaitingApproval)) {
+            return Ok(outcome);
+        }
+        let asked = match ctx.store.pause(&job.lease).await {
+            Ok(asked) if asked.is_empty() => {
+                return Ok(Outcome::Settled(RunStatus::AwaitingApproval));
+            }
+            Ok(asked) => asked,
+            Err(StoreError::Fenced { .. }) => return Ok(Outcome::Fenced),
+            Err(e) => return Ok(Outcome::GaveBack(e.to_string())),
+        };
+        let recorded = record_approvals(&ctx, &job.lease, &asked).await;
+        let recorded = match recorded {
+            Ok(by) => ctx
+                .store
+                .approvals_applied(&job.lease, asked.len())
+                .await
+                .map(|()| by),
+            Err(e) => Err(e),
+        };
+        outcome = match recorded {
+            Ok(Some(by)) => {
+                let resume = Resume {
+                    by,
+                    ..Resume::default()
+                };
+                work(Arc::clone(&ctx), job.clone(), Some(resume)).await?
+            }
+            // Nothing applied: pause again (and settle the job).
+            Ok(None) => Outcome::Done(RunStatus::AwaitingApproval),
+            Err(StoreError::Fenced { .. }) => return Ok(Outcome::Fenced),
+            Err(e) => return Ok(Outcome::GaveBack(e.to_string())),
+        };
+    }
+}
+
+/// Records the approvals delivered to a paused run, each checked against
+/// what the run waits for now (one that no longer matches is dropped, and
+/// said); returns who gave the last one recorded, if any was.
+async fn record_approvals(
+    ctx: &Ctx,
+    lease: &Lease,
+    asked: &[Value],
+) -> Result<Option<String>, StoreError> {
+    let run = &lease.run;
+    let mut by = None;
+    for value in asked {
+        let approval = match serde_json::from_value::<DeliveredApproval>(value.clone()) {
+            Ok(approval) => approval,
+            Err(e) => {
+                ctx.say(&format!("run {run}: dropped an unreadable approval ({e})"));
+                continue;
+            }
+        };
+        let state = ctx.store.state(run).await?;
+        match approval.events(&state) {
+            Ok(kinds) => {
+                let events = state.next_events(kinds);
+                ctx.store.append(run, &events, Some(lease.fence)).await?;
+                ctx.say(&format!(
+                    "run {run}: recorded the approval {} gave while it ran; going on",
+                    approval.by
+                ));
+                by = Some(approval.by);
+            }
+            Err(why) => ctx.say(&format!(
+                "run {run}: dropped the approval {} gave while it ran: {why}",
+                approval.by
+            )),
+        }
+    }
+    Ok(by)
+}
+
+/// Starts or resumes the claimed run, to its end or a pause; `again` is a
+/// resume this worker decided on (after recording delivered approvals).
+async fn work(ctx: Arc<Ctx>, job: Job, again: Option<Resume>) -> anyhow::Result<Outcome> {
     let store = Arc::clone(&ctx.store);
     let run = job.run.clone();
     let lease = job.lease.clone();
@@ -170,6 +255,7 @@ async fn work(ctx: Arc<Ctx>, job: Job) -> anyhow::Result<Outcome> {
     let spec: Option<Detached> = serde_json::from_value(job.spec.clone()).ok();
     // A run the server recorded carries only a person's resume, if any.
     let asked: Option<Resume> = match &spec {
+        _ if again.is_some() => again,
         Some(_) => None,
         None => serde_json::from_value::<Recorded>(job.spec.clone())
             .ok()
@@ -285,6 +371,7 @@ async fn settle(ctx: &Ctx, held: &Held, run: &RunId, outcome: anyhow::Result<Out
         return;
     };
     match outcome {
+        Ok(Outcome::Settled(status)) => ctx.say(&format!("run {run} {}", status.as_str())),
         Ok(Outcome::Done(status)) => match ctx.store.finish(&lease).await {
             Ok(()) => ctx.say(&format!("run {run} {}", status.as_str())),
             Err(StoreError::Fenced { .. }) => ctx.say(&format!(
@@ -372,7 +459,7 @@ async fn serve(args: &WorkerArgs, store: Arc<PgStore>) -> anyhow::Result<()> {
                         let ctx = Arc::clone(&ctx);
                         let handle = tasks.spawn(async move {
                             let run = job.run.clone();
-                            (run, work(ctx, job).await)
+                            (run, work_through(ctx, job).await)
                         });
                         aborts.insert(run, handle);
                     }

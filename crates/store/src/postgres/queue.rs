@@ -19,6 +19,7 @@ use chrono::{DateTime, Utc};
 use futures::future::BoxFuture;
 use serde_json::Value;
 use stepwise_core::{Lease, RunId, StoreError};
+use tokio_postgres::Transaction;
 
 use super::error::Fail;
 use super::lease::{grant, ttl};
@@ -144,6 +145,62 @@ async fn cancels(inner: &Inner, worker: &str) -> Result<Vec<(RunId, String)>, Fa
     Ok(rows.iter().map(|r| (RunId(r.get(0)), r.get(1))).collect())
 }
 
+async fn deliver(inner: &Inner, run: &RunId, request: &Value) -> Result<Option<String>, Fail> {
+    let conn = inner.pool.get().await?;
+    let row = conn
+        .query_opt(
+            "UPDATE stepwise.jobs SET spec = jsonb_set(spec::jsonb, '{approvals}',
+                 coalesce(spec::jsonb->'approvals', '[]'::jsonb) || jsonb_build_array($2::text::jsonb))::json
+             WHERE run_id = $1 AND state = 'claimed' RETURNING claimed_by",
+            &[&run.as_str(), &to_json(request, "approval")?],
+        )
+        .await?;
+    Ok(row.and_then(|r| r.get(0)))
+}
+
+/// The approvals delivered to the job held under `lease`; when there are
+/// none, marks the job done and releases the lease in the same
+/// transaction, so an approval can never arrive in between and be lost.
+async fn pause(inner: &Inner, lease: &Lease) -> Result<Vec<Value>, Fail> {
+    let mut conn = inner.pool.get().await?;
+    let tx = conn.transaction().await?;
+    check_fence(&tx, &lease.run, lease.fence).await?;
+    let row = tx
+        .query_opt(
+            "SELECT (spec::jsonb->'approvals')::text FROM stepwise.jobs WHERE run_id = $1 FOR UPDATE",
+            &[&lease.run.as_str()],
+        )
+        .await?;
+    let asked: Vec<Value> = match row.and_then(|r| r.get::<_, Option<String>>(0)) {
+        Some(text) => from_json(&text, "delivered approvals")?,
+        None => Vec::new(),
+    };
+    if !asked.is_empty() {
+        return Ok(asked);
+    }
+    finish_in(&tx, lease, "done").await?;
+    tx.commit().await?;
+    Ok(Vec::new())
+}
+
+/// Takes the first `n` delivered approvals off the job held under `lease`
+/// (those applied; any delivered since stay).
+async fn applied(inner: &Inner, lease: &Lease, n: usize) -> Result<(), Fail> {
+    let mut conn = inner.pool.get().await?;
+    let tx = conn.transaction().await?;
+    check_fence(&tx, &lease.run, lease.fence).await?;
+    tx.execute(
+        "UPDATE stepwise.jobs SET spec = jsonb_set(spec::jsonb, '{approvals}', coalesce(
+             (SELECT jsonb_agg(a ORDER BY i) FROM jsonb_array_elements(spec::jsonb->'approvals')
+                  WITH ORDINALITY AS t(a, i) WHERE i > $2), '[]'::jsonb))::json
+         WHERE run_id = $1",
+        &[&lease.run.as_str(), &to_i64(n as u64, "approvals")?],
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
 async fn waiting(inner: &Inner) -> Result<Vec<RunId>, Fail> {
     let conn = inner.pool.get().await?;
     let rows = conn
@@ -206,6 +263,14 @@ async fn settle(inner: &Inner, lease: &Lease, state: &str) -> Result<(), Fail> {
     let mut conn = inner.pool.get().await?;
     let tx = conn.transaction().await?;
     check_fence(&tx, &lease.run, lease.fence).await?;
+    finish_in(&tx, lease, state).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Within a transaction that checked the fence: the job becomes `state`
+/// and the lease is released.
+async fn finish_in(tx: &Transaction<'_>, lease: &Lease, state: &str) -> Result<(), Fail> {
     tx.execute(
         "UPDATE stepwise.jobs SET state = $2,
                 finished_at = CASE WHEN $2 = 'done' THEN clock_timestamp() END
@@ -218,7 +283,6 @@ async fn settle(inner: &Inner, lease: &Lease, state: &str) -> Result<(), Fail> {
         &[&lease.run.as_str(), &to_i64(lease.fence, "lease fence")?],
     )
     .await?;
-    tx.commit().await?;
     Ok(())
 }
 
@@ -409,6 +473,60 @@ impl PgStore {
             cancels(&inner, &worker)
                 .await
                 .map_err(|e| e.into_store(&inner.name))
+        })
+    }
+
+    /// Hands a person's approval of a run a worker is working on to that
+    /// worker: it rides in the run's job (under `approvals`) until the run
+    /// pauses, when the worker records it under its lease and goes on (see
+    /// [`PgStore::pause`]). Returns the worker, or `None` if no worker has
+    /// the run claimed (then record the approval as for a run at rest).
+    pub fn deliver_approval(
+        &self,
+        run: &RunId,
+        request: &Value,
+    ) -> BoxFuture<'static, Result<Option<String>, StoreError>> {
+        let (run, request) = (run.clone(), request.clone());
+        self.spawn(move |inner: Arc<Inner>| async move {
+            let holder = deliver(&inner, &run, &request)
+                .await
+                .map_err(|e| e.into_store(&inner.name))?;
+            inner.committed();
+            Ok(holder)
+        })
+    }
+
+    /// The run under `lease` paused for a person: the approvals delivered
+    /// to its job ([`PgStore::deliver_approval`]), oldest first; when there
+    /// are none, the job is done and the lease released (as
+    /// [`PgStore::finish`]), in one transaction with the look, so an
+    /// approval delivered meanwhile is either returned or refused to its
+    /// sender. `Fenced` if the lease was taken over.
+    pub fn pause(&self, lease: &Lease) -> BoxFuture<'static, Result<Vec<Value>, StoreError>> {
+        let lease = lease.clone();
+        self.spawn(move |inner: Arc<Inner>| async move {
+            let asked = pause(&inner, &lease)
+                .await
+                .map_err(|e| e.into_store(&inner.name))?;
+            inner.committed();
+            Ok(asked)
+        })
+    }
+
+    /// The first `n` approvals [`PgStore::pause`] returned are on record:
+    /// off the job. `Fenced` if the lease was taken over.
+    pub fn approvals_applied(
+        &self,
+        lease: &Lease,
+        n: usize,
+    ) -> BoxFuture<'static, Result<(), StoreError>> {
+        let lease = lease.clone();
+        self.spawn(move |inner: Arc<Inner>| async move {
+            applied(&inner, &lease, n)
+                .await
+                .map_err(|e| e.into_store(&inner.name))?;
+            inner.committed();
+            Ok(())
         })
     }
 
