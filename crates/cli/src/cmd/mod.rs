@@ -18,4 +18,5 @@ pub(crate) mod serve;
 pub(crate) mod show;
 pub(crate) mod strategies;
 pub(crate) mod tools;
+pub(crate) mod wiring;
 pub(crate) mod worker;

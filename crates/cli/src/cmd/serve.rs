@@ -23,8 +23,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 use stepwise_core::engine::{ResumeOptions, what_changed};
 use stepwise_core::{
-    Engine, Event, EventKind, EventSink, Lease, RunId, RunState, RunStatus, StoreError, StoreSink,
-    Usage,
+    Event, EventKind, EventSink, Lease, RunId, RunState, RunStatus, StoreError, StoreSink, Usage,
 };
 use stepwise_server::{
     Auth, DEFAULT_LISTEN, DeliveredApproval, ErrorCode, LaunchError, Launcher, NewRun, Resume,
@@ -35,6 +34,7 @@ use stepwise_tools::notes::LoadedCorpus;
 
 use crate::cli::{ApproveMode, ServeArgs};
 use crate::cmd::pickup::{self, APPROVE_KEY, Pickup, Recorded};
+use crate::cmd::wiring::Wiring;
 use crate::config::Config;
 use crate::db::{self, LEASE_TTL_MS};
 use crate::error::{CliError, CliResult};
@@ -191,36 +191,6 @@ impl ServeLauncher {
             .collect()
     }
 
-    /// The engine for a run's settings, writing to the store fenced by `lease`.
-    fn engine(
-        &self,
-        host: &Host,
-        loaded: LoadedCorpus,
-        approve: ApproveMode,
-        lease: &Lease,
-        sink: Arc<dyn EventSink>,
-        mcp: &stepwise_mcp::McpServers,
-    ) -> Result<Engine, LaunchError> {
-        let engine = EngineBuilder::for_run(
-            &self.config,
-            host,
-            Arc::new(loaded.corpus),
-            approve,
-            &self.cwd,
-        )
-        .map_err(|e| failed(format!("{e:#}")))?
-        .tools(mcp.tools())
-        .build()
-        .map_err(|e| failed(format!("{e:#}")))?;
-        Ok(engine
-            .with_idempotency_log(Arc::clone(&self.store) as _)
-            .with_sink(Arc::new(StoreSink::new(
-                Arc::clone(&self.store) as _,
-                Some(lease.fence),
-            )))
-            .with_sink(sink))
-    }
-
     /// Records `run_cancelled` (fenced by `lease`) unless the run ended.
     async fn record_cancel(
         &self,
@@ -265,18 +235,25 @@ impl ServeLauncher {
             Pickup::Resume(options) => Some(options),
             Pickup::Unchanged => return Ok(RunStatus::NeedsReview), // it would only repeat itself
         };
-        // Its MCP servers, started for this piece of work and stopped after it.
-        let log = crate::mcp::log_path(self.store.file(), run.as_str());
-        let mcp = crate::mcp::start(&host.mcp, log.as_deref())
-            .await
-            .map_err(|e| failed(format!("cannot start the run's MCP servers: {e:#}")))?;
-        let engine = match self.engine(&host, loaded, approve, lease, Arc::clone(&sink), &mcp) {
-            Ok(engine) => crate::trace::traced(engine, &run, &state.execution_history),
-            Err(e) => {
-                mcp.shutdown().await;
-                return Err(e);
-            }
-        };
+        let wired = Wiring {
+            config: &self.config,
+            cwd: &self.cwd,
+            host: &host,
+            corpus: Arc::new(loaded.corpus),
+            approve,
+            mcp_log: crate::mcp::log_path(self.store.file(), run.as_str()),
+            idempotency: Arc::clone(&self.store) as _,
+            sinks: vec![
+                Arc::new(StoreSink::new(
+                    Arc::clone(&self.store) as _,
+                    Some(lease.fence),
+                )),
+                Arc::clone(&sink),
+            ],
+        }
+        .wire(&run, &state.execution_history)
+        .await
+        .map_err(|e| failed(format!("{e:#}")))?;
         let renew_store = Arc::clone(&self.store);
         let renew_lease = lease.clone();
         let renewal = tokio::spawn(async move {
@@ -287,12 +264,7 @@ impl ServeLauncher {
                 }
             }
         });
-        let driving = Box::pin(async {
-            match options {
-                None => engine.start_recorded(state).await,
-                Some(options) => engine.resume(state, options).await,
-            }
-        });
+        let driving = Box::pin(wired.drive(state, options));
         let outcome = {
             let mut driving = driving;
             tokio::select! {
@@ -306,7 +278,7 @@ impl ServeLauncher {
             }
         };
         renewal.abort();
-        mcp.shutdown().await;
+        wired.shutdown().await;
         match outcome {
             Ok(Ok(state)) => Ok(state.status),
             Ok(Err(e)) => Err(failed(e)),

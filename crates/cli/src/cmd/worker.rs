@@ -44,12 +44,13 @@ use tokio::task::JoinSet;
 
 use crate::cli::{ApproveMode, WorkerArgs, WorkersArgs};
 use crate::cmd::pickup::{self, Pickup, Recorded};
+use crate::cmd::wiring::Wiring;
 use crate::config::Config;
 use crate::db;
 use crate::error::{CliError, CliResult};
 use crate::output;
 use crate::render::table::Table;
-use crate::session::{EngineBuilder, Host};
+use crate::session::Host;
 
 /// What `run --detach` puts in the queue: all a worker needs to start the run.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -297,52 +298,45 @@ async fn work(ctx: Arc<Ctx>, job: Job, again: Option<Resume>) -> anyhow::Result<
     if let (Some(state), Some(Pickup::Unchanged)) = (&existing, &picked) {
         return Ok(Outcome::Done(state.status)); // resuming would only repeat itself
     }
-    let corpus = Arc::new(loaded.corpus);
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let config = Config::load(&cwd)?;
-    let model = config.model(&host.model, &cwd)?;
-    let role_models = crate::session::role_choices(&config, &host, &cwd)?;
-    let mcp = crate::mcp::start(&host.mcp, None).await?;
     let lost = Arc::new(AtomicBool::new(false));
-    let engine = EngineBuilder::for_host(&host, corpus)?
-        .model(model)
-        .role_models(role_models)
-        .approve(approve)
-        .tools(mcp.tools())
-        .build();
-    let engine = match engine {
-        Ok(engine) => engine,
-        Err(e) => {
-            mcp.shutdown().await;
-            return Err(e);
-        }
-    };
-    let engine = engine
-        .with_idempotency_log(Arc::new(store.fenced_log(&run, lease.fence)))
-        .with_sink(Arc::new(Fenced {
-            store: Arc::clone(&store),
-            fence: lease.fence,
-            lost: Arc::clone(&lost),
-        }));
     let prior = existing
         .as_ref()
         .map_or(&[][..], |s| &s.execution_history[..]);
-    let engine = crate::trace::traced(engine, &run, prior);
+    let wired = Wiring {
+        config: &config,
+        cwd: &cwd,
+        host: &host,
+        corpus: Arc::new(loaded.corpus),
+        approve,
+        mcp_log: None,
+        idempotency: Arc::new(store.fenced_log(&run, lease.fence)),
+        sinks: vec![Arc::new(Fenced {
+            store: Arc::clone(&store),
+            fence: lease.fence,
+            lost: Arc::clone(&lost),
+        })],
+    }
+    .wire(&run, prior)
+    .await?;
     let result = match (existing, spec) {
         (Some(state), _) => match picked {
-            Some(Pickup::Resume(options)) => engine.resume(state, options).await,
-            _ => engine.start_recorded(state).await,
+            Some(Pickup::Resume(options)) => wired.drive(state, Some(options)).await,
+            _ => wired.drive(state, None).await,
         },
         (None, Some(spec)) => {
-            engine
+            wired
+                .engine()
                 .start(run.clone(), &spec.goal, spec.constraints, spec.host)
                 .await
         }
         (None, None) => {
+            wired.shutdown().await;
             anyhow::bail!("run {run} was queued without what a worker needs to start it")
         }
     };
-    mcp.shutdown().await;
+    wired.shutdown().await;
     match result {
         Ok(state) => Ok(Outcome::Done(state.status)),
         Err(e) => {
@@ -436,6 +430,9 @@ async fn serve(args: &WorkerArgs, store: Arc<PgStore>) -> anyhow::Result<()> {
     let beat = Duration::from_millis((args.lease_ms / 3).max(1));
     let poll = Duration::from_millis(args.poll_ms.max(1));
     let mut next_beat = tokio::time::Instant::now() + beat;
+    // Woken when the queue gets something (a NOTIFY), so a run submitted to
+    // idle workers is claimed at once rather than at the next poll.
+    let wake = store.queue_wakeups();
     let stop = crate::mcp::interrupt();
     tokio::pin!(stop);
     let mut stopping: Option<tokio::time::Instant> = None;
@@ -488,6 +485,7 @@ async fn serve(args: &WorkerArgs, store: Arc<PgStore>) -> anyhow::Result<()> {
                 }
             }
             () = tokio::time::sleep(wait) => {}
+            () = wake.notified() => {}
             () = &mut stop, if stopping.is_none() => {
                 ctx.say(&format!("stopping: no new runs; {} in hand get {} ms to finish", tasks.len(), args.grace_ms));
                 let _ = store.set_worker_state(&id, "draining").await;
