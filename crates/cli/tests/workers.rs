@@ -166,6 +166,20 @@ fn worker_id(db: &ScratchDb, pid: u32) -> String {
     }
 }
 
+/// How many runs `holder` held were taken over by another worker.
+fn taken_over(db: &ScratchDb, holder: &str) -> u32 {
+    one(
+        db,
+        &format!(
+            "SELECT count(DISTINCT a.run_id) FROM stepwise.lease_grants a
+             JOIN stepwise.lease_grants b ON b.run_id = a.run_id AND b.fence > a.fence
+             WHERE a.holder = '{holder}' AND b.holder <> '{holder}'"
+        ),
+    )
+    .parse::<u32>()
+    .unwrap()
+}
+
 /// Waits until `holder` holds a lease on a run it has written to.
 fn wait_mid_run(db: &ScratchDb, holder: &str) {
     let until = Instant::now() + Duration::from_secs(60);
@@ -443,6 +457,16 @@ fn three_workers_fifty_runs_kill_9_and_sigstop_every_run_ends_like_the_reference
     wait_mid_run(&db, &stopped_id);
     signal(stopped.id(), "-STOP");
     std::thread::sleep(Duration::from_millis(LEASE_MS * 2 + 500));
+    // Stopped until a run of its own was taken over (on a loaded machine the
+    // steady worker may take a while to have a free slot).
+    let until = Instant::now() + Duration::from_secs(60);
+    while taken_over(&db, &stopped_id) == 0 {
+        assert!(
+            Instant::now() < until,
+            "no run of the stopped worker was taken over in 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
     signal(stopped.id(), "-CONT");
 
     let until = Instant::now() + Duration::from_secs(240);
@@ -527,18 +551,7 @@ fn three_workers_fifty_runs_kill_9_and_sigstop_every_run_ends_like_the_reference
 
     // The chaos happened: runs of the killed worker and of the stopped one
     // were taken over by others, and the stopped one said it was fenced out.
-    let taken_over = |holder: &str| {
-        one(
-            &db,
-            &format!(
-                "SELECT count(DISTINCT a.run_id) FROM stepwise.lease_grants a
-                 JOIN stepwise.lease_grants b ON b.run_id = a.run_id AND b.fence > a.fence
-                 WHERE a.holder = '{holder}' AND b.holder <> '{holder}'"
-            ),
-        )
-        .parse::<u32>()
-        .unwrap()
-    };
+    let taken_over = |holder: &str| taken_over(&db, holder);
     assert!(
         taken_over(&killed_id) >= 1,
         "no run of the killed worker was taken over"
@@ -558,6 +571,49 @@ fn three_workers_fifty_runs_kill_9_and_sigstop_every_run_ends_like_the_reference
         taken_over(&killed_id),
         taken_over(&stopped_id)
     );
+}
+
+/// An idle worker is woken when a run is queued (PostgreSQL's NOTIFY), not
+/// at its next look at the queue: with `--poll-ms` and the heartbeat both
+/// ten minutes or more apart, a run detached after the worker went idle
+/// is worked on at once.
+#[test]
+fn an_idle_worker_is_woken_by_a_queued_run_not_by_its_poll() {
+    let (db, dir, plan_file) = queued("wake", "run_wake", 1);
+    let mut w = Stepwise::new()
+        .env("STEPWISE_DB", db.url())
+        .args(["worker", "--poll-ms", "600000", "--lease-ms", "1800000"])
+        .stderr(Stdio::piped())
+        .spawn();
+    let done = |run: &str| {
+        one(
+            &db,
+            &format!("SELECT count(*) FROM stepwise.runs WHERE run_id = '{run}' AND status = 'ok'"),
+        ) == "1"
+    };
+    let wait_done = |run: &str| {
+        let until = Instant::now() + Duration::from_secs(60);
+        while !done(run) {
+            assert!(
+                Instant::now() < until,
+                "{run} was not worked on within 60 s: the worker slept through it"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    // The run queued before it started: claimed at once.
+    wait_done("run_wake_00");
+    // Idle now, waiting ten minutes for its next look; a new run wakes it.
+    std::thread::sleep(Duration::from_millis(500));
+    let mut args = run_args(&plan_file, &dir.path().join("ws/late"), "run_wake_late");
+    args.push("--detach".to_owned());
+    let queued = Stepwise::new()
+        .env("STEPWISE_DB", db.url())
+        .args(args)
+        .run();
+    assert_eq!(queued.code, 0, "{}", queued.stderr);
+    wait_done("run_wake_late");
+    w.kill();
 }
 
 /// Figures, not a test (see docs/benchmarks.md, "Scale-out on PostgreSQL"):

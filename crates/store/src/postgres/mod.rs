@@ -66,6 +66,7 @@ mod idempotency;
 mod lease;
 mod log;
 mod migrate;
+mod notify;
 mod pool;
 pub mod queue;
 pub mod testing;

@@ -85,6 +85,11 @@ impl Pool {
         }
     }
 
+    /// What every connection is opened with.
+    pub(super) fn config(&self) -> &Config {
+        &self.config
+    }
+
     /// A connection: an idle one still open, or a new one. Must be called on
     /// the store's runtime (a new connection's task is spawned there).
     pub(super) async fn get(&self) -> Result<Conn<'_>, Fail> {

@@ -24,6 +24,7 @@ use tokio_postgres::Transaction;
 use super::error::Fail;
 use super::lease::{grant, ttl};
 use super::log::{check_fence, to_i64, to_u64};
+use super::notify::NOTIFY;
 use super::{Inner, PgStore};
 use crate::codec::{from_json, to_json};
 
@@ -73,8 +74,9 @@ pub struct QueueCounts {
 }
 
 async fn enqueue(inner: &Inner, run: &RunId, spec: &Value) -> Result<(), Fail> {
-    let conn = inner.pool.get().await?;
-    let inserted = conn
+    let mut conn = inner.pool.get().await?;
+    let tx = conn.transaction().await?;
+    let inserted = tx
         .execute(
             "INSERT INTO stepwise.jobs (run_id, spec) VALUES ($1, $2::text::json)
              ON CONFLICT (run_id) DO NOTHING",
@@ -84,6 +86,8 @@ async fn enqueue(inner: &Inner, run: &RunId, spec: &Value) -> Result<(), Fail> {
     if inserted == 0 {
         return Err(Fail::Data(format!("run {run} is already in the queue")));
     }
+    tx.execute(NOTIFY, &[]).await?;
+    tx.commit().await?;
     Ok(())
 }
 
@@ -117,19 +121,23 @@ async fn requeue(inner: &Inner, run: &RunId, spec: &Value) -> Result<bool, Fail>
         }
         return Ok(false);
     }
+    tx.execute(NOTIFY, &[]).await?;
     tx.commit().await?;
     Ok(true)
 }
 
 async fn request_cancel(inner: &Inner, run: &RunId, reason: &str) -> Result<Option<String>, Fail> {
-    let conn = inner.pool.get().await?;
-    let row = conn
+    let mut conn = inner.pool.get().await?;
+    let tx = conn.transaction().await?;
+    let row = tx
         .query_opt(
             "UPDATE stepwise.jobs SET spec = (spec::jsonb || jsonb_build_object('cancel', $2::text))::json
              WHERE run_id = $1 AND state = 'claimed' RETURNING claimed_by",
             &[&run.as_str(), &reason],
         )
         .await?;
+    tx.execute(NOTIFY, &[]).await?;
+    tx.commit().await?;
     Ok(row.and_then(|r| r.get(0)))
 }
 
@@ -264,6 +272,9 @@ async fn settle(inner: &Inner, lease: &Lease, state: &str) -> Result<(), Fail> {
     let tx = conn.transaction().await?;
     check_fence(&tx, &lease.run, lease.fence).await?;
     finish_in(&tx, lease, state).await?;
+    if state == "queued" {
+        tx.execute(NOTIFY, &[]).await?;
+    }
     tx.commit().await?;
     Ok(())
 }
