@@ -261,3 +261,57 @@ async fn connections_cut_by_the_server_are_replaced() {
     store.append(&run, &log[2..4], None).await.unwrap();
     assert_eq!(store.events(&run).await.unwrap(), log[..4].to_vec());
 }
+
+/// A worker stopped in the middle of an append holds its run's lease row
+/// locked (`FOR SHARE`, until it wakes or its connection dies). Another
+/// worker's claim passes that run by instead of waiting behind the lock,
+/// and takes it once the lock is gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_passes_by_a_run_whose_lease_row_a_stopped_writer_holds() {
+    let (db, store) = store("claim_locked");
+    let (frozen, other) = (RunId("run_frozen".into()), RunId("run_other".into()));
+    store
+        .enqueue(&frozen, &serde_json::json!({}))
+        .await
+        .unwrap();
+    // Claimed by a worker whose lease runs out at once, then mid-append.
+    let first = store.claim("stopped", 1, 1).await.unwrap();
+    assert_eq!(first.len(), 1);
+    assert_eq!(first[0].run, frozen);
+    store.enqueue(&other, &serde_json::json!({})).await.unwrap();
+    let (client, connection) = tokio_postgres::connect(db.url(), tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    client.batch_execute("BEGIN").await.unwrap();
+    client
+        .query(
+            "SELECT fence FROM stepwise.leases WHERE run_id = 'run_frozen' FOR SHARE",
+            &[],
+        )
+        .await
+        .unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+
+    let claimed = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        store.claim("steady", 2, 60_000),
+    )
+    .await
+    .expect("the claim waited behind the stopped writer's lock")
+    .unwrap();
+    let runs: Vec<&RunId> = claimed.iter().map(|j| &j.run).collect();
+    assert_eq!(runs, [&other]);
+    // Nothing of the frozen run changed: still the stopped worker's claim.
+    assert_eq!(
+        db.query("SELECT claimed_by FROM stepwise.jobs WHERE run_id = 'run_frozen'")
+            .unwrap(),
+        vec![vec![Some("stopped".to_owned())]]
+    );
+
+    client.batch_execute("COMMIT").await.unwrap();
+    let taken = store.claim("steady", 2, 60_000).await.unwrap();
+    assert_eq!(taken.len(), 1);
+    assert_eq!(taken[0].run, frozen);
+    assert!(taken[0].lease.fence > first[0].lease.fence);
+}

@@ -228,31 +228,36 @@ async fn claim(inner: &Inner, worker: &str, n: usize, ttl_ms: u64) -> Result<Vec
     let limit = i64::try_from(n).unwrap_or(i64::MAX);
     let rows = tx
         .query(
-            "WITH picked AS (
-                 SELECT j.run_id FROM stepwise.jobs j
-                 LEFT JOIN stepwise.leases l ON l.run_id = j.run_id
-                 WHERE j.state <> 'done'
-                   AND (l.holder IS NULL OR l.until <= clock_timestamp())
-                 ORDER BY j.enqueued_at, j.run_id
-                 LIMIT $1
-                 FOR UPDATE OF j SKIP LOCKED
-             )
-             UPDATE stepwise.jobs j SET state = 'claimed', claimed_by = $2,
-                    claimed_at = clock_timestamp(), claims = j.claims + 1
-             FROM picked WHERE j.run_id = picked.run_id
-             RETURNING j.run_id, j.spec::text, j.claims",
-            &[&limit, &worker],
+            "SELECT j.run_id, j.spec::text FROM stepwise.jobs j
+             LEFT JOIN stepwise.leases l ON l.run_id = j.run_id
+             WHERE j.state <> 'done'
+               AND (l.holder IS NULL OR l.until <= clock_timestamp())
+             ORDER BY j.enqueued_at, j.run_id
+             LIMIT $1
+             FOR UPDATE OF j SKIP LOCKED",
+            &[&limit],
         )
         .await?;
     let mut jobs = Vec::with_capacity(rows.len());
     for row in rows {
         let run: String = row.get(0);
+        if !lease_row_free(&tx, &run).await? {
+            continue;
+        }
         // Someone (a `stepwise resume`) may have taken the lease since the
         // join read it; the grant re-checks under the row's lock.
         let Some(lease) = grant(&tx, &run, worker, ttl_ms).await? else {
             continue;
         };
-        let claims: i32 = row.get(2);
+        let claims: i32 = tx
+            .query_one(
+                "UPDATE stepwise.jobs SET state = 'claimed', claimed_by = $2,
+                        claimed_at = clock_timestamp(), claims = claims + 1
+                 WHERE run_id = $1 RETURNING claims",
+                &[&run, &worker],
+            )
+            .await?
+            .get(0);
         jobs.push(Job {
             run: RunId(run),
             spec: from_json(row.get(1), "job spec")?,
@@ -262,6 +267,27 @@ async fn claim(inner: &Inner, worker: &str, n: usize, ttl_ms: u64) -> Result<Vec
     }
     tx.commit().await?;
     Ok(jobs)
+}
+
+/// Locks the run's lease row for the claim unless another transaction has
+/// it locked — a worker stopped (SIGSTOP, a partition) in the middle of an
+/// append holds it until it wakes or its connection dies — so a claim
+/// passes such a run by instead of waiting behind it; `true` too when the
+/// run has no lease row yet.
+async fn lease_row_free(tx: &Transaction<'_>, run: &str) -> Result<bool, Fail> {
+    let locked = tx
+        .query_opt(
+            "SELECT 1 FROM stepwise.leases WHERE run_id = $1 FOR UPDATE SKIP LOCKED",
+            &[&run],
+        )
+        .await?;
+    if locked.is_some() {
+        return Ok(true);
+    }
+    let exists = tx
+        .query_opt("SELECT 1 FROM stepwise.leases WHERE run_id = $1", &[&run])
+        .await?;
+    Ok(exists.is_none())
 }
 
 /// Ends a claim held under `lease`: the job becomes `state` (`done`, or
