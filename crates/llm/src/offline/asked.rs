@@ -320,7 +320,13 @@ fn alternatives(clause: &str) -> Vec<String> {
         .iter()
         .position(|w| *w == "중" || w.starts_with("중에"))
     {
-        let items = split_items(&words[..at].join(" "));
+        // The list starts after the clause's subject or object ("서하구는
+        // 공공자전거 서하바이크를 시설관리공단 직영과 민간 위탁 중").
+        let from = words[..at]
+            .iter()
+            .rposition(|w| w.chars().count() >= 2 && w.ends_with(['은', '는', '을', '를']))
+            .map_or(0, |i| i + 1);
+        let items = split_items(&words[from..at].join(" "));
         if items.len() >= 2 {
             out.extend(items);
         }
@@ -609,6 +615,10 @@ mod tests {
         let a = asked("자동화 설비, 인력 충원, 외주 중에서 무엇이 나은가? 비용과 안전을 검토하라.");
         assert_eq!(a.entities, ["자동화 설비", "인력 충원", "외주"]);
         assert_eq!(a.dimensions, ["비용", "안전"]);
+        let a = asked(
+            "서하구는 공공자전거 서하바이크를 공단 직영과 민간 위탁 중 어느 방식으로 운영해야 하는가?",
+        );
+        assert_eq!(a.entities, ["공단 직영", "민간 위탁"]);
         let a = asked("EMR 인프라 교체안을 비용·응답 속도·탄소 배출 기준으로 평가해 줘.");
         assert_eq!(a.dimensions, ["비용", "응답 속도", "탄소 배출"]);
         let a = asked("전기버스와 수소버스를 주행거리와 소음 측면에서 비교해 줘.");

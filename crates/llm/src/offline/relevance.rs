@@ -25,7 +25,13 @@
 //!   dimensions, it must belong with the corpus or name an alternative (a
 //!   question about the office party is not what the notes are for). A note
 //!   whose title or opening puts it outside the decision ("separate from the
-//!   street light conversion") is not on topic.
+//!   street light conversion"), or whose title names an option a note says
+//!   was set aside, is not on topic; nor is a note with a **subject of its
+//!   own** (a title word it repeats that other notes do not use: MealPay, a
+//!   greenhouse, 공영주차장) that names none of the goal's subject terms —
+//!   its context words that most notes use (Registrar, irrigation, 자전거) —
+//!   unless it names an alternative by name: a different project of the
+//!   same organisation shares the organisation's words, not the subject's.
 //!
 //! The query a step searched for plays no part: a reformulated search is
 //! judged against the original question.
@@ -57,6 +63,12 @@ pub(crate) const TOPIC_SHARE: f64 = 0.1;
 /// A note whose cohesion (see [`Lexicon::on_topic`]) is at least this share
 /// of the corpus median belongs with the other notes.
 pub(crate) const COHESION_SHARE: f64 = 0.75;
+
+/// Syllables that follow a Korean verbal noun when it is used as a verb
+/// (운영*하*다, 도입*했*다, 위탁*되*면): such a noun says what is done, not
+/// what the decision is about.
+const HANGUL_VERB_SYLLABLES: &[char] =
+    &['하', '해', '했', '한', '합', '할', '함', '되', '됐', '된'];
 
 /// Words that say what to do, not what about (stems are compared).
 const TASK_WORDS: &[&str] = &[
@@ -189,6 +201,10 @@ pub struct Lexicon {
     titles: Vec<OnceLock<Vec<String>>>,
     /// By note position: whether it disclaims the decision, once asked.
     disclaiming: Vec<OnceLock<bool>>,
+    /// By note position: whether it has a subject of its own, once asked.
+    own_subject: Vec<OnceLock<bool>>,
+    /// A goal's context words → its subject terms, once asked.
+    subjects: Mutex<HashMap<Vec<String>, Arc<Vec<String>>>>,
 }
 
 /// What the notes say about one term (a stem).
@@ -217,6 +233,9 @@ struct Built {
     /// Options some note says were dropped ("… were discussed and set
     /// aside"), as the stems of their names.
     dropped: Vec<Vec<String>>,
+    /// Names quoted in a Korean sentence saying an option was dropped
+    /// ("'휙'이 낸 협약 방식은 … 이번 검토에서 제외했다"), as written.
+    dropped_names: Vec<String>,
 }
 
 impl Lexicon {
@@ -229,6 +248,8 @@ impl Lexicon {
             terms: Mutex::new(HashMap::new()),
             titles: (0..n).map(|_| OnceLock::new()).collect(),
             disclaiming: (0..n).map(|_| OnceLock::new()).collect(),
+            own_subject: (0..n).map(|_| OnceLock::new()).collect(),
+            subjects: Mutex::new(HashMap::new()),
         }
     }
 
@@ -270,20 +291,21 @@ impl Lexicon {
             let mut all = b.cohesion.clone();
             all.sort_by(f64::total_cmp);
             b.median_cohesion = all.get(all.len() / 2).copied().unwrap_or(0.0);
-            b.dropped = self.dropped_options();
+            (b.dropped, b.dropped_names) = self.dropped_options();
             b
         })
     }
 
     /// What the notes say was dropped, note by note: only the notes with a
     /// word that a sentence saying so must hold are read.
-    fn dropped_options(&self) -> Vec<Vec<String>> {
+    fn dropped_options(&self) -> (Vec<Vec<String>>, Vec<String>) {
         let vocabulary = self.corpus.vocabulary();
         let mut candidates: Vec<u32> = (0..vocabulary.term_count())
             .filter(|&id| {
                 let term = vocabulary.term(id);
                 super::sentence::DROPPED_WORDS
                     .iter()
+                    .chain(super::sentence::KO_DROPPED_WORDS)
                     .any(|w| term.contains(w))
             })
             .flat_map(|id| vocabulary.term_notes(id).iter().copied())
@@ -291,16 +313,20 @@ impl Lexicon {
         candidates.sort_unstable();
         candidates.dedup();
         let mut dropped = Vec::new();
+        let mut names = Vec::new();
         for note in candidates {
             for (passage, _) in self.corpus.passages(note as usize) {
                 for sentence in stepwise_tools::notes::sentences(passage) {
                     if let Some(option) = super::sentence::dropped_option(sentence) {
                         dropped.push(content(&option));
                     }
+                    if let Some(name) = super::sentence::dropped_korean_name(sentence) {
+                        names.push(name);
+                    }
                 }
             }
         }
-        dropped
+        (dropped, names)
     }
 
     /// Inverse document frequency of a stem (BM25's, never negative); a
@@ -419,7 +445,19 @@ impl Lexicon {
     /// aside"), unless the goal itself asks about that option.
     fn about_a_dropped_option(&self, topic: &Topic, note_id: &str) -> bool {
         let title = self.title_words(note_id);
-        self.built().dropped.iter().any(|option| {
+        let title_text = self
+            .corpus
+            .position(note_id)
+            .map_or("", |at| self.corpus.notes()[at].title.as_str());
+        let built = self.built();
+        if built
+            .dropped_names
+            .iter()
+            .any(|name| names_word(title_text, name) && !names_word(&topic.goal, name))
+        {
+            return true;
+        }
+        built.dropped.iter().any(|option| {
             !option.is_empty()
                 && !topic.names_an_entity(option)
                 && !option.iter().all(|w| topic.context.contains(w))
@@ -477,6 +515,125 @@ impl Lexicon {
         covered / total
     }
 
+    /// How many notes use `term` (a stem) or a variant of it.
+    fn notes_using(&self, term: &str) -> usize {
+        let vocabulary = self.corpus.vocabulary();
+        let mut using: Vec<u32> = self
+            .stats(term)
+            .variants
+            .iter()
+            .flat_map(|&id| vocabulary.stem_notes(id).iter().copied())
+            .collect();
+        using.sort_unstable();
+        using.dedup();
+        using.len()
+    }
+
+    /// The head of a Korean compound as the notes write it on its own:
+    /// its longest proper ending of two syllables or more that is a word of
+    /// the notes (공공자전거 → 자전거). Korean compounds are headed last.
+    fn hangul_head(&self, term: &str) -> Option<String> {
+        if !term.chars().all(|c| ('\u{AC00}'..='\u{D7A3}').contains(&c)) {
+            return None;
+        }
+        let chars: Vec<char> = term.chars().collect();
+        let vocabulary = self.corpus.vocabulary();
+        (1..chars.len().saturating_sub(1))
+            .map(|from| chars[from..].iter().collect::<String>())
+            .find(|tail| vocabulary.stem_id(tail).is_some())
+    }
+
+    /// Whether the notes use a Korean term as a verb (운영하면서, 도입했다).
+    fn verbal(&self, term: &str) -> bool {
+        if !term.chars().any(|c| ('\u{AC00}'..='\u{D7A3}').contains(&c)) {
+            return false;
+        }
+        let vocabulary = self.corpus.vocabulary();
+        vocabulary.stems_starting_with(term).any(|id| {
+            vocabulary.stem(id)[term.len()..]
+                .chars()
+                .next()
+                .is_some_and(|c| HANGUL_VERB_SYLLABLES.contains(&c))
+        })
+    }
+
+    /// The goal's subject terms: its context words (not a dimension, not an
+    /// alternative's name, not a verb), and a Korean compound's head too,
+    /// that at least half of the notes use but not nearly all — what the
+    /// notes on this decision talk about ("Registrar", "irrigation",
+    /// 서하바이크, 자전거).
+    fn subject_terms(&self, topic: &Topic) -> Arc<Vec<String>> {
+        if let Some(s) = self
+            .subjects
+            .lock()
+            .ok()
+            .and_then(|m| m.get(&topic.context).cloned())
+        {
+            return s;
+        }
+        let half = self.corpus.len().div_ceil(2);
+        // A word nearly every note uses (the organisation's: "student" in a
+        // school district's notes) does not tell one project from another.
+        let most = self.corpus.len() * 3 / 4;
+        let mut out: Vec<String> = Vec::new();
+        for t in &topic.context {
+            if topic.entities.iter().any(|e| e.contains(t)) {
+                continue;
+            }
+            for candidate in std::iter::once(t.clone()).chain(self.hangul_head(t)) {
+                let using = self.notes_using(&candidate);
+                if !out.contains(&candidate)
+                    && !self.verbal(&candidate)
+                    && using >= half
+                    && using <= most
+                {
+                    out.push(candidate);
+                }
+            }
+        }
+        let out = Arc::new(out);
+        if let Ok(mut m) = self.subjects.lock() {
+            m.insert(topic.context.clone(), Arc::clone(&out));
+        }
+        out
+    }
+
+    /// Whether a note is about the goal's subject: it names at least
+    /// [`SUBJECT_SHARE`] of the weight of the goal's subject terms (rare
+    /// ones weigh more; a word every note uses says nothing). A note on a
+    /// different project of the same organisation — a cafeteria's payment
+    /// system beside the student records system, a car park's operator
+    /// beside the bike scheme's — shares the organisation's words, not the
+    /// subject's.
+    fn on_subject(&self, topic: &Topic, at: usize) -> bool {
+        let subject = self.subject_terms(topic);
+        subject.is_empty()
+            || !self.has_own_subject(at)
+            || subject.iter().any(|t| self.mentioned_at(at, t))
+    }
+
+    /// Whether a note has a subject of its own that the corpus is not
+    /// about: a word of its title, repeated in its text, that at most one
+    /// other note uses (MealPay, the greenhouse, 공영주차장). A note on the
+    /// decision that merely words it differently has no such title.
+    fn has_own_subject(&self, at: usize) -> bool {
+        *self.own_subject[at].get_or_init(|| {
+            let note = &self.corpus.notes()[at];
+            let body: Vec<Vec<String>> = self
+                .corpus
+                .passages(at)
+                .filter(|(text, _)| *text != note.title)
+                .map(|(text, _)| words(text))
+                .collect();
+            words(&note.title).iter().any(|w| {
+                !is_task_word(w)
+                    && !w.chars().any(|c| c.is_ascii_digit())
+                    && self.notes_using(w) <= 2
+                    && body.iter().any(|p| mentions(p, w))
+            })
+        })
+    }
+
     /// Whether a note is on the goal's topic: it names an alternative the
     /// goal compares, shares enough of the goal's context, or belongs with
     /// the rest of the corpus — most of its words' weight is in words other
@@ -489,7 +646,21 @@ impl Lexicon {
         if self.disclaims(note_id) || self.about_a_dropped_option(topic, note_id) {
             return false;
         }
-        if topic.names_an_entity_where(|t| self.mentioned_at(at, t)) {
+        // A note naming an alternative by its name (Kafka, Ledgerline) is
+        // about it; one that only shares a generic alternative's words (민간
+        // 위탁, "center pivot") must be about the goal's subject too.
+        let names = |entities: &[Vec<String>]| {
+            entities
+                .iter()
+                .any(|e| !e.is_empty() && e.iter().all(|t| self.mentioned_at(at, t)))
+        };
+        if names(&topic.named) {
+            return true;
+        }
+        if !self.on_subject(topic, at) {
+            return false;
+        }
+        if names(&topic.entities) {
             return true;
         }
         // Words no note uses say nothing about which notes are on topic.
@@ -505,6 +676,22 @@ impl Lexicon {
     }
 }
 
+/// One-syllable Korean particles that may follow a name (휙*이*, 휙*의*).
+const PARTICLES: &[char] = &[
+    '이', '가', '은', '는', '을', '를', '의', '와', '과', '도', '에',
+];
+
+/// Whether `text` holds `name` as a word of its own, maybe with a particle:
+/// not inside a longer run of letters (휙 in '휙' 협약 and 휙이, not in 휙휙).
+fn names_word(text: &str, name: &str) -> bool {
+    text.match_indices(name).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + name.len()..].chars().next();
+        before.is_none_or(|c| !c.is_alphanumeric())
+            && after.is_none_or(|c| !c.is_alphanumeric() || PARTICLES.contains(&c))
+    })
+}
+
 /// The goal's topic: what every cited note must be about.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Topic {
@@ -512,6 +699,10 @@ pub(crate) struct Topic {
     pub(crate) entities: Vec<Vec<String>>,
     /// The goal's other content stems (not dimensions, not task words).
     pub(crate) context: Vec<String>,
+    /// The alternatives written as names (Kafka, Ledgerline), as stems.
+    pub(crate) named: Vec<Vec<String>>,
+    /// The goal as written.
+    pub(crate) goal: String,
 }
 
 impl Topic {
@@ -538,6 +729,13 @@ impl Topic {
                 .filter(|w| !dimension_words.contains(w))
                 .cloned()
                 .collect(),
+            named: asked
+                .entities
+                .iter()
+                .filter(|e| e.split_whitespace().any(super::sentence::is_name_word))
+                .map(|e| content(e))
+                .collect(),
+            goal: goal.to_owned(),
         }
     }
 }
@@ -695,6 +893,48 @@ mod tests {
             "SQS costs $40 a month; Kafka costs $900 a month.",
             "cost"
         ));
+    }
+
+    #[test]
+    fn a_note_on_another_project_of_the_same_organisation_is_off_subject() {
+        let lx = Lexicon::new(Arc::new(
+            Corpus::from_notes([
+                Note::new("quote", "Ledgerline quote", "Registrar replacement: $9 per student a year."),
+                Note::new("pilot", "Pilot report", "The Registrar import took two weeks; cost was on budget."),
+                Note::new("call", "Call with Pell County", "Pell County left Registrar in 2023 for Ledgerline."),
+                Note::new("memo", "Finance memo", "Registrar support ends in June; the cost of staying is $40,000."),
+                Note::new(
+                    "mealpay",
+                    "MealPay rollout",
+                    "MealPay cost $38,500 for the cafeterias. Student balances moved to MealPay in March.",
+                ),
+                Note::new("survey", "From the parents' evening", "The district's families want grades on their phones; cost was not asked."),
+            ])
+            .unwrap(),
+        ));
+        let asked = Asked {
+            dimensions: vec!["cost".into()],
+            entities: Vec::new(),
+        };
+        let topic = Topic::of(
+            "Should the district replace Registrar? Consider cost.",
+            &asked,
+        );
+        assert!(lx.on_topic(&topic, "memo"));
+        // A note that never names Registrar but has no subject of its own
+        // (no title word that it repeats and other notes lack).
+        assert!(lx.on_topic(&topic, "survey"));
+        // MealPay is the note's own subject, and it never names Registrar.
+        assert!(!lx.on_topic(&topic, "mealpay"));
+        // Unless the goal is about it.
+        let topic = Topic::of(
+            "Should the district keep MealPay? Consider cost.",
+            &Asked {
+                entities: vec!["MealPay".into()],
+                ..asked
+            },
+        );
+        assert!(lx.on_topic(&topic, "mealpay"));
     }
 
     #[test]

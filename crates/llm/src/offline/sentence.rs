@@ -219,6 +219,38 @@ const DROPPED: &[&str] = &[
 /// contains one of them has no sentence saying something was dropped.
 pub(crate) const DROPPED_WORDS: &[&str] = &["aside", "ruled", "dropped", "excluded", "shortlisted"];
 
+/// Korean endings by which a sentence says an option was dropped from the
+/// decision ("이번 검토에서 제외했다"); "전용회선 제외" (excluding) is not one.
+const KO_DROPPED: &[&str] = &["제외했다", "제외됐다", "제외되었다", "제외하기로"];
+
+/// The search term every [`KO_DROPPED`] ending holds (search splits Korean
+/// into character bigrams).
+pub(crate) const KO_DROPPED_WORDS: &[&str] = &["제외"];
+
+/// Quote marks a Korean note puts around a name.
+const QUOTES: &[(char, char)] = &[
+    ('\'', '\''),
+    ('‘', '’'),
+    ('"', '"'),
+    ('“', '”'),
+    ('「', '」'),
+];
+
+/// The name a Korean sentence saying an option was dropped puts in quotes
+/// ("민간 공유자전거 업체 '휙'이 낸 협약 방식은 … 제외했다" → 휙); none when
+/// it quotes nothing, since a name cannot be told from the words around it.
+pub(crate) fn dropped_korean_name(sentence: &str) -> Option<String> {
+    if !KO_DROPPED.iter().any(|e| sentence.contains(e)) {
+        return None;
+    }
+    QUOTES.iter().find_map(|&(open, close)| {
+        let (_, rest) = sentence.split_once(open)?;
+        let (name, _) = rest.split_once(close)?;
+        let name = name.trim();
+        (!name.is_empty() && name.chars().count() <= 20).then(|| name.to_owned())
+    })
+}
+
 /// Words that end the name of a dropped option ("Surge valves *on* the
 /// existing furrows").
 const NAME_ENDS: &[&str] = &[
@@ -345,6 +377,25 @@ mod tests {
         );
         assert_eq!(
             dropped_option("The throughput target rules out RabbitMQ."),
+            None
+        );
+    }
+
+    #[test]
+    fn a_korean_dropped_option_is_named_by_its_quotes() {
+        assert_eq!(
+            dropped_korean_name(
+                "민간 공유자전거 업체 '휙'이 낸 협약 방식은 요금 인상이 예상되어 이번 검토에서 제외했다."
+            )
+            .as_deref(),
+            Some("휙")
+        );
+        assert_eq!(
+            dropped_korean_name("클라우드 이전 안은 약 132억 원이다 (전용회선 제외)."),
+            None
+        );
+        assert_eq!(
+            dropped_korean_name("스마트도서관 안은 이번 검토에서 제외했다."),
             None
         );
     }
