@@ -17,7 +17,8 @@ use stepwise_tools::notes::stem::{mentions, words};
 use super::MIN_SCORE;
 use super::asked::Asked;
 use super::relevance::{
-    BEST_SHARE, GOAL_SHARE, Lexicon, Topic, about_dimension, answerable, content, coverage, facets,
+    BEST_SHARE, GOAL_SHARE, Lexicon, Topic, Wording, about_dimension, answerable, content,
+    coverage, facets,
 };
 use super::search::{Hit, hits, sentences};
 use super::sentence::{bullet_items, holds_any, is_name_word, is_quotable, unbulleted};
@@ -34,15 +35,20 @@ pub(crate) fn query_of(step: &Step) -> String {
 /// A sentence and its stems, computed once for every rule that reads them.
 struct Said<'a> {
     text: &'a str,
-    words: Vec<String>,
+    wording: Wording,
 }
 
 impl<'a> Said<'a> {
     fn new(text: &'a str) -> Self {
         Self {
             text,
-            words: words(text),
+            wording: Wording::of(text),
         }
+    }
+
+    /// Its stems.
+    fn words(&self) -> &[String] {
+        &self.wording.stems
     }
 
     /// Whether it gives a figure.
@@ -195,7 +201,7 @@ impl<'a> Lens<'a> {
         &self,
         description: &str,
         sentence: &Said<'_>,
-        frame: &[String],
+        frame: &Wording,
         facet: Option<FacetCover<'_>>,
         best: f64,
         note_id: &str,
@@ -203,9 +209,9 @@ impl<'a> Lens<'a> {
         if !self.lexicon.on_topic(&self.topic, note_id) || self.names_another(sentence) {
             return false;
         }
-        let ws = &sentence.words;
+        let ws = sentence.words();
         if let Some(d) = self.asked.dimension_of(description) {
-            return about_dimension(self.lexicon, d, ws, frame, note_id);
+            return about_dimension(self.lexicon, d, &sentence.wording, frame, note_id);
         }
         if !self.lexicon.cohesive(note_id) && !self.topic.names_an_entity(ws) {
             return false;
@@ -222,7 +228,7 @@ impl<'a> Lens<'a> {
     /// names something else by name (an option not asked, "the iPad") and
     /// none of them is evidence on that other thing.
     fn names_another(&self, sentence: &Said<'_>) -> bool {
-        if self.asked.entities.is_empty() || self.topic.names_an_entity(&sentence.words) {
+        if self.asked.entities.is_empty() || self.topic.names_an_entity(sentence.words()) {
             return false;
         }
         let goal = self.goal_lower.as_str();
@@ -260,17 +266,17 @@ impl<'a> Lens<'a> {
             && asks_quantity(&step.description);
         // What frames each passage, its best facet and that facet's
         // coverage; the best coverage of all.
-        let views: Vec<Vec<(Vec<String>, Option<FacetCover<'_>>)>> = good
+        let views: Vec<Vec<(Wording, Option<FacetCover<'_>>)>> = good
             .iter()
             .map(|hit| {
                 hit.passages
                     .iter()
                     .map(|p| {
-                        let frame = self.lexicon.frame_words(&hit.note_id, p);
+                        let frame = self.lexicon.frame(&hit.note_id, p);
                         let ws = words(p);
                         let facet = facets
                             .iter()
-                            .map(|f| (f.as_slice(), coverage(self.lexicon, f, &ws, &frame)))
+                            .map(|f| (f.as_slice(), coverage(self.lexicon, f, &ws, &frame.stems)))
                             .max_by(|a, b| a.1.total_cmp(&b.1));
                         (frame, facet)
                     })
@@ -299,7 +305,7 @@ impl<'a> Lens<'a> {
                     if !self.about(&step.description, &said, frame, *facet, best, &hit.note_id) {
                         continue;
                     }
-                    let ws = &said.words;
+                    let ws = said.words();
                     let figure = said.has_figure();
                     let count = |terms: &[String]| terms.iter().filter(|t| mentions(ws, t)).count();
                     let names_subject =

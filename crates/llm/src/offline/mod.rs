@@ -29,6 +29,7 @@ mod router;
 mod search;
 mod sentence;
 mod summarizer;
+mod synonyms;
 mod synthesizer;
 mod verifier;
 

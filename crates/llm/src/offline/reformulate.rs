@@ -3,9 +3,11 @@
 //! and the ReAct actor, so all give the same answer.
 //!
 //! A new query only ever uses variants of the sub-question's own words
-//! (same stem: "maintenance" → "maintain", never "training" → "trail"), and
-//! none at all when the notes lack enough of them to meet the relevance rule:
-//! no wording can find what the notes never mention.
+//! (same stem: "maintenance" → "maintain", never "training" → "trail") and
+//! the synonyms of a dimension's words the notes use ("uptime" for
+//! reliability, from [`synonyms`]), and none at all when the notes lack
+//! enough of them to meet the relevance rule: no wording can find what the
+//! notes never mention.
 
 use std::sync::Arc;
 
@@ -15,6 +17,7 @@ use stepwise_tools::notes::stem::stem;
 use super::judge::{Lens, query_of};
 use super::planner::search_words;
 use super::relevance::{DIMENSION_SHARE, GOAL_SHARE, Lexicon, content};
+use super::synonyms;
 
 /// Surface forms tried per word.
 const FORMS_PER_WORD: usize = 2;
@@ -65,7 +68,14 @@ impl Reformulator {
         let mut known_weight = 0.0;
         let mut forms: Vec<String> = Vec::new();
         for t in &terms {
-            let f = self.forms(t);
+            let mut f = self.forms(t);
+            // A synonym the notes use ("uptime" for reliability) is a way
+            // to say the term; the judge still reads the sentence found.
+            for s in synonyms::of(t) {
+                if s.parts().iter().all(|p| self.lexicon.knows(&stem(p))) && !f.contains(&s.text) {
+                    f.push(s.text.clone());
+                }
+            }
             if !f.is_empty() {
                 known_weight += self.lexicon.idf(t);
             }
@@ -74,6 +84,23 @@ impl Reformulator {
                     forms.push(w);
                 }
             }
+        }
+        // A synonym of the whole dimension ("bushels" for crop yield) the
+        // notes use says all of it.
+        let known = |s: &&synonyms::Synonym| s.parts().iter().all(|p| self.lexicon.knows(&stem(p)));
+        let whole: Vec<String> = synonyms::of_dimension(&terms)
+            .into_iter()
+            .filter(known)
+            .map(|s| s.text.clone())
+            .collect();
+        if !whole.is_empty() {
+            known_weight = total;
+            forms.extend(
+                whole
+                    .into_iter()
+                    .filter(|w| !forms.contains(w))
+                    .collect::<Vec<_>>(),
+            );
         }
         if forms.is_empty() || total <= 0.0 || known_weight / total < need {
             return Vec::new();
@@ -124,7 +151,8 @@ mod tests {
 
     use super::*;
 
-    /// Notes that use look-alikes of the asked words, and one real variant each.
+    /// Notes that use look-alikes of the asked words, and one real variant
+    /// or synonym each.
     fn reformulator() -> Reformulator {
         let corpus = Corpus::from_notes([
             Note::new("audit", "Audit", "The audit trail is kept for seven years."),
@@ -135,10 +163,15 @@ mod tests {
             ),
             Note::new(
                 "upkeep",
-                "Upkeep",
+                "Index",
                 "One person maintains the index every week.",
             ),
             Note::new("survey", "설문", "시범 기간에 생산성이 9% 올랐다."),
+            Note::new(
+                "pilot",
+                "Pilot",
+                "Uptime was 99.9% and it is important to import data.",
+            ),
         ])
         .unwrap();
         Reformulator::new(Arc::new(Lexicon::new(Arc::new(corpus))))
@@ -152,6 +185,10 @@ mod tests {
             ("throughput", None),
             ("maintenance", Some("maintain")),
             ("생산성", Some("생산성")),
+            // A synonym the notes use, as written.
+            ("reliability", Some("uptime")),
+            // Neither the word nor a synonym ("scale") in the notes.
+            ("scalability", None),
         ] {
             let c = Constraints {
                 comparison_dimensions: vec![dimension.to_owned()],

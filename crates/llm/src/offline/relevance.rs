@@ -1,8 +1,9 @@
 //! Relevance you can defend: whether a sentence is *about* a sub-question.
 //!
 //! - Under a **dimension** ("cost", "staff training"), a sentence must name
-//!   the dimension: its words, or variants of them (whole-word stems, see
-//!   [`stepwise_tools::notes::stem`]), found in the sentence or in what
+//!   the dimension: its words, variants of them (whole-word stems, see
+//!   [`stepwise_tools::notes::stem`]) or their [`synonyms`] ("uptime" for
+//!   reliability, "bushels per acre" for crop yield), found in the sentence or in what
 //!   frames it (its note's title, the heading it sits under), covering at
 //!   least [`DIMENSION_SHARE`] of the dimension's weight (rare words weigh
 //!   more, by inverse document frequency), with at least one of them in the
@@ -45,6 +46,7 @@ use stepwise_tools::notes::stem::{
 };
 
 use super::asked::Asked;
+use super::synonyms;
 
 /// Share of a dimension's weight a sentence (with its note's title) must cover.
 pub(crate) const DIMENSION_SHARE: f64 = 0.7;
@@ -384,22 +386,27 @@ impl Lexicon {
         self.titles[at].get_or_init(|| words(&self.corpus.notes()[at].title))
     }
 
-    /// The stems of what frames a passage: its note's title and the heading
-    /// it is under.
-    pub(crate) fn frame_words(&self, note_id: &str, passage: &str) -> Vec<String> {
-        let mut out = self.title_words(note_id).to_vec();
-        let heading = self.corpus.position(note_id).and_then(|at| {
-            // The last passage with this text that sits under a heading.
-            self.corpus
-                .passages(at)
-                .filter(|(text, heading)| *text == passage && heading.is_some())
-                .last()
-                .and_then(|(_, heading)| heading)
-        });
-        if let Some(h) = heading {
-            out.extend(words(h));
+    /// What frames a passage: its note's title and the heading it is under.
+    pub(crate) fn frame(&self, note_id: &str, passage: &str) -> Wording {
+        let Some(at) = self.corpus.position(note_id) else {
+            return Wording::default();
+        };
+        let mut text = self.corpus.notes()[at].title.clone();
+        if let Some(h) = self.heading_of(at, passage) {
+            text.push_str(" \n ");
+            text.push_str(h);
         }
-        out
+        Wording::of(&text)
+    }
+
+    /// The heading a passage of the note at `at` sits under: that of the
+    /// last passage with this text that sits under one.
+    fn heading_of(&self, at: usize, passage: &str) -> Option<&str> {
+        self.corpus
+            .passages(at)
+            .filter(|(text, heading)| *text == passage && heading.is_some())
+            .last()
+            .and_then(|(_, heading)| heading)
     }
 
     /// Whether the note at `at` uses `term` (a stem) or a variant of it.
@@ -740,14 +747,45 @@ impl Topic {
     }
 }
 
-/// Whether a sentence (its stems) of note `note_id` is about `dimension`;
-/// what frames its passage (`frame`: [`Lexicon::frame_words`]) counts as
-/// naming it.
+/// A text as relevance reads it: its stems, and its words as written (for
+/// the [`synonyms`] that match only as written).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Wording {
+    pub(crate) stems: Vec<String>,
+    surface: Vec<String>,
+}
+
+impl Wording {
+    pub(crate) fn of(text: &str) -> Self {
+        Self {
+            stems: words(text),
+            surface: synonyms::surface(text),
+        }
+    }
+
+    /// Whether it names a dimension word (a stem): the word, a variant of
+    /// it, or one of its synonyms.
+    pub(crate) fn names(&self, term: &str) -> bool {
+        mentions(&self.stems, term) || synonyms::says(term, &self.surface, &self.stems)
+    }
+
+    /// Whether it names a dimension of several words (its stems) by a
+    /// synonym of the whole.
+    fn names_dimension(&self, terms: &[String]) -> bool {
+        synonyms::of_dimension(terms)
+            .iter()
+            .any(|s| s.said_in(&self.surface, &self.stems))
+    }
+}
+
+/// Whether a sentence of note `note_id` is about `dimension`; what frames
+/// its passage (`frame`: [`Lexicon::frame`]) counts as naming it. A
+/// dimension word is named by itself, a variant or a synonym.
 pub(crate) fn about_dimension(
     lexicon: &Lexicon,
     dimension: &str,
-    sentence: &[String],
-    frame: &[String],
+    sentence: &Wording,
+    frame: &Wording,
     note_id: &str,
 ) -> bool {
     let terms = content(dimension);
@@ -759,11 +797,14 @@ pub(crate) fn about_dimension(
     if terms.is_empty() {
         return false;
     }
-    let frame_names_it = terms.iter().all(|t| mentions(frame, t));
-    let in_sentence = terms.iter().any(|t| mentions(sentence, t));
+    // A synonym of the whole dimension ("bushels per acre" for crop yield).
+    if sentence.names_dimension(&terms) {
+        return true;
+    }
+    let frame_names_it = terms.iter().all(|t| frame.names(t));
+    let in_sentence = terms.iter().any(|t| sentence.names(t));
     if (in_sentence || frame_names_it)
-        && lexicon.share(&terms, &|t| mentions(sentence, t) || mentions(frame, t))
-            >= DIMENSION_SHARE
+        && lexicon.share(&terms, &|t| sentence.names(t) || frame.names(t)) >= DIMENSION_SHARE
     {
         return true;
     }
@@ -771,7 +812,7 @@ pub(crate) fn about_dimension(
     // bushels"): the head in the sentence, every other word in its note.
     match terms.split_last() {
         Some((head, modifiers)) if !modifiers.is_empty() => {
-            mentions(sentence, head) && modifiers.iter().all(|m| lexicon.note_mentions(note_id, m))
+            sentence.names(head) && modifiers.iter().all(|m| lexicon.note_mentions(note_id, m))
         }
         _ => false,
     }
@@ -809,7 +850,7 @@ pub(crate) fn answerable(lexicon: &Lexicon, facet: &[String]) -> bool {
 }
 
 /// The share of a facet's weight a passage (its stems) with what frames it
-/// ([`Lexicon::frame_words`]) covers.
+/// ([`Lexicon::frame`]) covers.
 pub(crate) fn coverage(
     lexicon: &Lexicon,
     facet: &[String],
@@ -870,7 +911,7 @@ mod tests {
     fn a_dimension_needs_its_own_words() {
         let lx = lexicon();
         let about = |d: &str, s: &str, id: &str| {
-            about_dimension(&lx, d, &words(s), &lx.frame_words(id, s), id)
+            about_dimension(&lx, d, &Wording::of(s), &lx.frame(id, s), id)
         };
         assert!(!about(
             "staff training",
@@ -953,6 +994,6 @@ mod tests {
         assert_eq!(two.len(), 3, "{two:?}");
         let passage = words("Kafka brokers held 40,000 messages a second.");
         assert!(answerable(&lx, &two[1]));
-        assert!(coverage(&lx, &two[1], &passage, &lx.frame_words("load", "")) > 0.99);
+        assert!(coverage(&lx, &two[1], &passage, &lx.frame("load", "").stems) > 0.99);
     }
 }
