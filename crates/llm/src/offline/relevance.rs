@@ -28,9 +28,10 @@
 //!   whose title or opening puts it outside the decision ("separate from the
 //!   street light conversion"), or whose title names an option a note says
 //!   was set aside, is not on topic; nor is a note with a **subject of its
-//!   own** (a title word it repeats that other notes do not use: MealPay, a
+//!   own** (a title word it repeats that no other note uses: MealPay, a
 //!   greenhouse, 공영주차장) that names none of the goal's subject terms —
-//!   its context words that most notes use (Registrar, irrigation, 자전거) —
+//!   its context words that most notes, but not nearly all, use
+//!   (Registrar, irrigation, 자전거) —
 //!   unless it names an alternative by name: a different project of the
 //!   same organisation shares the organisation's words, not the subject's.
 //!
@@ -566,7 +567,7 @@ impl Lexicon {
 
     /// The goal's subject terms: its context words (not a dimension, not an
     /// alternative's name, not a verb), and a Korean compound's head too,
-    /// that at least half of the notes use but not nearly all — what the
+    /// that most of the notes use but not nearly all — what the
     /// notes on this decision talk about ("Registrar", "irrigation",
     /// 서하바이크, 자전거).
     fn subject_terms(&self, topic: &Topic) -> Arc<Vec<String>> {
@@ -578,10 +579,10 @@ impl Lexicon {
         {
             return s;
         }
-        let half = self.corpus.len().div_ceil(2);
+        let n = self.corpus.len();
         // A word nearly every note uses (the organisation's: "student" in a
         // school district's notes) does not tell one project from another.
-        let most = self.corpus.len() * 3 / 4;
+        let most = n * 3 / 4;
         let mut out: Vec<String> = Vec::new();
         for t in &topic.context {
             if topic.entities.iter().any(|e| e.contains(t)) {
@@ -591,7 +592,7 @@ impl Lexicon {
                 let using = self.notes_using(&candidate);
                 if !out.contains(&candidate)
                     && !self.verbal(&candidate)
-                    && using >= half
+                    && using * 2 > n
                     && using <= most
                 {
                     out.push(candidate);
@@ -620,8 +621,8 @@ impl Lexicon {
     }
 
     /// Whether a note has a subject of its own that the corpus is not
-    /// about: a word of its title, repeated in its text, that at most one
-    /// other note uses (MealPay, the greenhouse, 공영주차장). A note on the
+    /// about: a word of its title, repeated in its text, that no other note
+    /// uses (MealPay, the greenhouse, 공영주차장). A note on the
     /// decision that merely words it differently has no such title.
     fn has_own_subject(&self, at: usize) -> bool {
         *self.own_subject[at].get_or_init(|| {
@@ -635,7 +636,7 @@ impl Lexicon {
             words(&note.title).iter().any(|w| {
                 !is_task_word(w)
                     && !w.chars().any(|c| c.is_ascii_digit())
-                    && self.notes_using(w) <= 2
+                    && self.notes_using(w) == 1
                     && body.iter().any(|p| mentions(p, w))
             })
         })
@@ -963,7 +964,7 @@ mod tests {
         );
         assert!(lx.on_topic(&topic, "memo"));
         // A note that never names Registrar but has no subject of its own
-        // (no title word that it repeats and other notes lack).
+        // (no title word that it repeats and no other note uses).
         assert!(lx.on_topic(&topic, "survey"));
         // MealPay is the note's own subject, and it never names Registrar.
         assert!(!lx.on_topic(&topic, "mealpay"));
