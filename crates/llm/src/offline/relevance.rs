@@ -218,6 +218,8 @@ struct TermStats {
     variants: Vec<usize>,
     /// Whether a note uses it or a variant.
     known: bool,
+    /// How many notes use it or a variant.
+    users: usize,
     /// Its idf.
     idf: f64,
 }
@@ -355,7 +357,7 @@ impl Lexicon {
         let n = self.corpus.len() as f64;
         // Notes that use the term or a variant (a Korean term: a word
         // containing it); the idf of an English stem counts the stem itself.
-        let df = if term.chars().any(|c| ('\u{AC00}'..='\u{D7A3}').contains(&c)) {
+        let users = {
             let mut using: Vec<u32> = variants
                 .iter()
                 .flat_map(|&id| vocabulary.stem_notes(id).iter().copied())
@@ -363,6 +365,9 @@ impl Lexicon {
             using.sort_unstable();
             using.dedup();
             using.len()
+        };
+        let df = if term.chars().any(|c| ('\u{AC00}'..='\u{D7A3}').contains(&c)) {
+            users
         } else {
             vocabulary
                 .stem_id(term)
@@ -370,6 +375,7 @@ impl Lexicon {
         } as f64;
         let stats = Arc::new(TermStats {
             known: !variants.is_empty(),
+            users,
             idf: (1.0 + (n - df + 0.5) / (df + 0.5)).ln(),
             variants,
         });
@@ -525,16 +531,7 @@ impl Lexicon {
 
     /// How many notes use `term` (a stem) or a variant of it.
     fn notes_using(&self, term: &str) -> usize {
-        let vocabulary = self.corpus.vocabulary();
-        let mut using: Vec<u32> = self
-            .stats(term)
-            .variants
-            .iter()
-            .flat_map(|&id| vocabulary.stem_notes(id).iter().copied())
-            .collect();
-        using.sort_unstable();
-        using.dedup();
-        using.len()
+        self.stats(term).users
     }
 
     /// The head of a Korean compound as the notes write it on its own:
