@@ -380,7 +380,8 @@ fn tail_words(text: &str) -> String {
 }
 
 /// A Korean clause's list: the text before "을/를 <verb>" or before
-/// "측면에서", when it has at least two items.
+/// "측면에서", when it has at least two items; or the clause itself when it
+/// is only a list ending in 은/는 ("비용과 보안은?").
 fn korean_list(clause: &str) -> Option<String> {
     let words: Vec<&str> = clause.split_whitespace().collect();
     for (i, w) in words.iter().enumerate().skip(1) {
@@ -396,7 +397,18 @@ fn korean_list(clause: &str) -> Option<String> {
             return Some(list);
         }
     }
-    None
+    // "고용 승계와 메뉴 만족도는?": a clause that is only a list, its last
+    // item marked as the topic, asks about each ("What about A and B?").
+    let last = words.last()?;
+    let topic = last
+        .strip_suffix('는')
+        .or_else(|| last.strip_suffix('은'))?;
+    let list = format!("{} {topic}", words[..words.len() - 1].join(" "));
+    let items = split_items(list.trim());
+    (words.len() <= 2 * MAX_DIMENSION_WORDS
+        && items.len() >= 2
+        && items.iter().all(|i| is_short(i)))
+    .then(|| list.trim().to_owned())
 }
 
 /// "파인튜닝과 RAG의 월 운영 비용": alternatives, then the dimension after the
@@ -619,6 +631,10 @@ mod tests {
             "서하구는 공공자전거 서하바이크를 공단 직영과 민간 위탁 중 어느 방식으로 운영해야 하는가?",
         );
         assert_eq!(a.entities, ["공단 직영", "민간 위탁"]);
+        let a = asked("학생식당을 다온푸드서비스에 맡기면 어떨까? 고용 승계와 메뉴 만족도는?");
+        assert_eq!(a.dimensions, ["고용 승계", "메뉴 만족도"]);
+        let a = asked("서하구는 공공자전거를 직영해야 하는가?");
+        assert!(a.dimensions.is_empty(), "{:?}", a.dimensions);
         let a = asked("EMR 인프라 교체안을 비용·응답 속도·탄소 배출 기준으로 평가해 줘.");
         assert_eq!(a.dimensions, ["비용", "응답 속도", "탄소 배출"]);
         let a = asked("전기버스와 수소버스를 주행거리와 소음 측면에서 비교해 줘.");

@@ -122,7 +122,7 @@ const ABBREVIATIONS: &[&str] = &[
 
 /// Phrases that put a topic off rather than say anything about it: "will
 /// be discussed at the next meeting", "asked that it be put on the agenda",
-/// "다음 회의에서 논의하기로 했다".
+/// "다음 회의에서 논의하기로 했다", a promise to send the figures later.
 const DEFERRALS: &[&str] = &[
     "on the agenda",
     "will be discussed",
@@ -137,6 +137,11 @@ const DEFERRALS: &[&str] = &[
     "be revisited",
     "will revisit",
     "come back to",
+    "will send",
+    "will get back",
+    "보내기로",
+    "보내 주기로",
+    "알려 주기로",
     "따로 정하기로",
     "추후 정하기로",
     "다루지 않았다",
@@ -355,6 +360,14 @@ mod tests {
             (
                 "The throughput target rules out RabbitMQ on that hardware.",
                 true,
+            ),
+            (
+                "Members asked about battery life; Halvard will send its discharge curves.",
+                false,
+            ),
+            (
+                "배식 속도에 대한 근거 자료는 다온이 다음 주에 보내기로 했다.",
+                false,
             ),
         ] {
             assert_eq!(is_statement(sentence), quotable, "{sentence}");
