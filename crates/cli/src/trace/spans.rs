@@ -278,12 +278,15 @@ impl Spans {
             | EventKind::PlanReviewRequested { .. } => {
                 self.node(event, "review_plan", vec![], &mut out);
             }
-            EventKind::StepAdded { step, .. } => {
+            EventKind::StepAdded { step, streamed, .. } => {
                 self.tools.insert(
                     step.id.as_str().to_owned(),
                     (step.tool.clone(), Json::Object(step.args.clone())),
                 );
-                self.node(event, "choose_action", vec![], &mut out);
+                // A streamed plan's step is part of create_plan, not an actor's turn.
+                if !streamed {
+                    self.node(event, "choose_action", vec![], &mut out);
+                }
             }
             EventKind::StepSummarized { .. } => {
                 self.node(event, "summarize_step", vec![], &mut out);

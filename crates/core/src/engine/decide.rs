@@ -821,6 +821,10 @@ mod tests {
         s.pending_draft = Some(serde_json::json!({"steps": []}));
         assert_eq!(standing(&s), Standing::At(Node::ValidatePlan));
         s.pending_draft = None;
+        // Streamed steps on record, no plan validated yet: stopped mid-stream.
+        s.plan.steps = two_steps().plan.steps;
+        assert_eq!(standing(&s), Standing::Streamed);
+        s.plan.steps.clear();
         s.plan = two_steps().plan;
         assert_eq!(standing(&s), Standing::At(Node::ReviewPlan));
         s.approved_version = Some(1);

@@ -24,9 +24,11 @@ use crate::state::RunState;
 use crate::tool::{DynTool, ToolContext, ToolError, ToolSpec};
 
 mod strategy;
+mod stream;
 pub use strategy::{
     Costed, PrefixSummarizer, ScriptedActor, ScriptedRouter, ScriptedVerifier, capped_router,
 };
+pub use stream::StreamingPlanner;
 
 /// A queue of scripted answers with a call counter.
 #[derive(Debug)]

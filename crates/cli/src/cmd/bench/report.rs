@@ -67,8 +67,9 @@ pub(crate) fn role_calls(state: &RunState) -> u64 {
             | EventKind::Replanned { .. }
             | EventKind::Verified { .. }
             | EventKind::Synthesized { .. }
-            | EventKind::StepAdded { .. }
             | EventKind::StepSummarized { .. } => true,
+            // The actor's choice; a streamed plan's step is the planner's one call.
+            EventKind::StepAdded { streamed, .. } => !streamed,
             EventKind::StrategyChosen { strategy, .. } => strategy == "router",
             // The actor's call refused at the cap, recorded with the hand-over.
             EventKind::StrategyEscalated { .. } => true,
