@@ -3,26 +3,17 @@
 //! model streaming its plan), against the time it wrote the first step —
 //! streamed (`RunConfig::stream_plans`) and whole. A plain program
 //! (`harness = false`), since the figure is one instant per run, not a
-//! throughput: `cargo bench -p stepwise-core --bench stream`. See
+//! throughput: `cargo bench -p stepwise-core --bench stream`. The same
+//! through the model-backed planner: `stepwise-llm`'s `stream` bench. See
 //! docs/benchmarks.md.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::print_stdout,
-    clippy::panic
-)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use stepwise_core::testing::{
-    FnTool, ScriptedAssessor, ScriptedRepairer, ScriptedReplanner, ScriptedSynthesizer,
-    StreamingPlanner,
-};
-use stepwise_core::{
-    Constraints, Engine, MemoryStore, RunConfig, RunStatus, StoreSink, ToolRegistry,
-};
+use stepwise_core::testing::{StreamingPlanner, first_call_engine, first_calls};
+use stepwise_core::{Constraints, RunStatus};
 use tokio::time::Instant;
 
 const STEPS: usize = 10;
@@ -42,30 +33,7 @@ fn plan() -> Vec<Value> {
 async fn once(stream: bool, store: bool) -> (Duration, Duration) {
     let planner = StreamingPlanner::new(plan(), WRITE_EVERY);
     let planner = Arc::new(if stream { planner } else { planner.whole() });
-    let roles = stepwise_core::Roles::new(
-        Arc::clone(&planner) as _,
-        Arc::new(ScriptedRepairer::new([])),
-        Arc::new(ScriptedAssessor::new([])),
-        Arc::new(ScriptedReplanner::new([])),
-        Arc::new(ScriptedSynthesizer::summarising()),
-    );
-    let first_call: Arc<Mutex<Option<Instant>>> = Arc::default();
-    let seen = Arc::clone(&first_call);
-    let mut tools = ToolRegistry::new();
-    tools.register_dyn(Arc::new(FnTool::new("look", move |args: Value| {
-        let mut first = seen.lock().unwrap();
-        first.get_or_insert_with(Instant::now);
-        Box::pin(async move { Ok(json!({"found": args})) })
-    })));
-    let config = RunConfig {
-        stream_plans: true,
-        ..RunConfig::default()
-    };
-    let mut engine = Engine::new(roles, tools, config).unwrap();
-    if store {
-        // Every event appended to a store before it is acted on.
-        engine = engine.with_sink(Arc::new(StoreSink::new(Arc::new(MemoryStore::new()), None)));
-    }
+    let (engine, first_call) = first_call_engine(Arc::clone(&planner) as _, stream, store).unwrap();
     let started = Instant::now();
     let state = engine
         .run("look it all up", Constraints::default())
@@ -77,37 +45,16 @@ async fn once(stream: bool, store: bool) -> (Duration, Duration) {
     (written - started, called - started)
 }
 
-fn percentile(v: &mut [f64], p: f64) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[((v.len() - 1) as f64 * p).round() as usize]
-}
-
 fn main() {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .unwrap();
     println!(
-        "time to first tool call, {STEPS}-step plan written one step every {} ms, {RUNS} runs each",
+        "time to first tool call, {STEPS}-step plan written one step every {} ms; {RUNS} runs each",
         WRITE_EVERY.as_millis()
     );
-    for (stream, store) in [(true, false), (true, true), (false, false), (false, true)] {
-        let mut gaps = Vec::with_capacity(RUNS);
-        let mut firsts = Vec::with_capacity(RUNS);
-        for _ in 0..RUNS {
-            let (written, called) = rt
-                .block_on(async { tokio::spawn(once(stream, store)).await })
-                .unwrap();
-            firsts.push(written.as_secs_f64() * 1e3);
-            gaps.push((called.as_secs_f64() - written.as_secs_f64()) * 1e3);
-        }
-        println!(
-            "  {:<8} {:<13} first step written at {:6.2} ms; first tool call {:8.3} ms after it (median), {:8.3} ms (p95)",
-            if stream { "streamed" } else { "whole" },
-            if store { "memory store" } else { "no store" },
-            percentile(&mut firsts, 0.5),
-            percentile(&mut gaps.clone(), 0.5),
-            percentile(&mut gaps, 0.95),
-        );
+    for row in first_calls(&rt, RUNS, once).unwrap() {
+        println!("{row}");
     }
 }

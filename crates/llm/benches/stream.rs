@@ -6,25 +6,15 @@
 //! (`RunConfig::stream_plans`) and whole. A plain program (`harness =
 //! false`): `cargo bench -p stepwise-llm --bench stream`; figures in
 //! docs/benchmarks.md.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::print_stdout,
-    clippy::panic
-)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
-use stepwise_core::testing::{
-    FnTool, ScriptedAssessor, ScriptedRepairer, ScriptedReplanner, ScriptedSynthesizer,
-};
-use stepwise_core::{
-    ChatModel, ChatRequest, ChatResponse, Constraints, Engine, MemoryStore, ModelError, RunConfig,
-    RunStatus, StoreSink, ToolRegistry,
-};
+use stepwise_core::testing::{first_call_engine, first_calls};
+use stepwise_core::{ChatModel, ChatRequest, ChatResponse, Constraints, ModelError, RunStatus};
 use stepwise_llm::call::CallPolicy;
 use stepwise_llm::roles::{LlmPlanner, Prompts};
 use stepwise_llm::script::{ScriptEntry, ScriptModel, ScriptStream};
@@ -98,32 +88,12 @@ async fn once(stream: bool, store: bool) -> (Duration, Duration) {
         inner: ScriptModel::from_entries(vec![entry]),
         pieces: Mutex::new(Vec::new()),
     });
-    let roles = stepwise_core::Roles::new(
-        Arc::new(LlmPlanner::new(
-            Arc::clone(&model) as Arc<dyn ChatModel>,
-            CallPolicy::default(),
-            Prompts::embedded(),
-        )),
-        Arc::new(ScriptedRepairer::new([])),
-        Arc::new(ScriptedAssessor::new([])),
-        Arc::new(ScriptedReplanner::new([])),
-        Arc::new(ScriptedSynthesizer::summarising()),
-    );
-    let first_call: Arc<Mutex<Option<Instant>>> = Arc::default();
-    let seen = Arc::clone(&first_call);
-    let mut tools = ToolRegistry::new();
-    tools.register_dyn(Arc::new(FnTool::new("look", move |args: Value| {
-        seen.lock().unwrap().get_or_insert_with(Instant::now);
-        Box::pin(async move { Ok(json!({"found": args})) })
-    })));
-    let config = RunConfig {
-        stream_plans: stream,
-        ..RunConfig::default()
-    };
-    let mut engine = Engine::new(roles, tools, config).unwrap();
-    if store {
-        engine = engine.with_sink(Arc::new(StoreSink::new(Arc::new(MemoryStore::new()), None)));
-    }
+    let planner = Arc::new(LlmPlanner::new(
+        Arc::clone(&model) as Arc<dyn ChatModel>,
+        CallPolicy::default(),
+        Prompts::embedded(),
+    ));
+    let (engine, first_call) = first_call_engine(planner, stream, store).unwrap();
     let started = Instant::now();
     let state = engine
         .run("look it all up", Constraints::default())
@@ -143,11 +113,6 @@ async fn once(stream: bool, store: bool) -> (Duration, Duration) {
     (written - started, called - started)
 }
 
-fn percentile(v: &mut [f64], p: f64) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[((v.len() - 1) as f64 * p).round() as usize]
-}
-
 fn main() {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -157,23 +122,7 @@ fn main() {
         "script model streaming a {STEPS}-step plan, {} characters every {} ms; {RUNS} runs each",
         STREAM.chunk_chars, STREAM.chunk_ms
     );
-    for (stream, store) in [(true, false), (true, true), (false, false), (false, true)] {
-        let mut firsts = Vec::with_capacity(RUNS);
-        let mut gaps = Vec::with_capacity(RUNS);
-        for _ in 0..RUNS {
-            let (written, called) = rt
-                .block_on(async { tokio::spawn(once(stream, store)).await })
-                .unwrap();
-            firsts.push(written.as_secs_f64() * 1e3);
-            gaps.push((called.as_secs_f64() - written.as_secs_f64()) * 1e3);
-        }
-        println!(
-            "  {:<8} {:<13} first step written at {:6.2} ms; first tool call {:8.3} ms after it (median), {:8.3} ms (p95)",
-            if stream { "streamed" } else { "whole" },
-            if store { "memory store" } else { "no store" },
-            percentile(&mut firsts, 0.5),
-            percentile(&mut gaps.clone(), 0.5),
-            percentile(&mut gaps, 0.95),
-        );
+    for row in first_calls(&rt, RUNS, once).unwrap() {
+        println!("{row}");
     }
 }

@@ -28,7 +28,7 @@ mod stream;
 pub use strategy::{
     Costed, PrefixSummarizer, ScriptedActor, ScriptedRouter, ScriptedVerifier, capped_router,
 };
-pub use stream::StreamingPlanner;
+pub use stream::{FirstCall, FirstCallRow, StreamingPlanner, first_call_engine, first_calls};
 
 /// A queue of scripted answers with a call counter.
 #[derive(Debug)]
