@@ -688,13 +688,15 @@ async fn approve(
     Path(path): Path<RunPath>,
     Body(req): Body<ApproveRequest>,
 ) -> ApiResult<Json<Approved>> {
-    let state = shared.owned(&tenant, &path.id).await?;
+    let mut state = shared.owned(&tenant, &path.id).await?;
     let run = state.run_id.clone();
-    if state.status == RunStatus::Running
-        && shared.launcher.delegates()
-        && let Some(answer) = deliver(&shared, &state, &req, &tenant.0).await?
-    {
-        return Ok(Json(answer));
+    if state.status == RunStatus::Running && shared.launcher.delegates() {
+        if let Some(answer) = deliver(&shared, &state, &req, &tenant.0).await? {
+            return Ok(Json(answer));
+        }
+        // No worker has it (any more: it may have paused just now): as for
+        // a run at rest, from its record now.
+        state = shared.owned(&tenant, &path.id).await?;
     }
     // Checked before the lease, and again under it.
     act::approvals(&state, req.plan_version, &req.steps, &tenant.0)?;
