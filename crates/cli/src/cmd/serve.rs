@@ -92,6 +92,14 @@ pub(crate) fn serve(args: &ServeArgs, db_flag: Option<&PathBuf>) -> CliResult {
         Some(url) => Some(db::open_postgres(&url)?),
         None => None,
     };
+    if let Some(queue) = &queue {
+        // Otherwise a server with no worker looks as if it never starts a run.
+        output::note(&format!(
+            "runs are queued in {} for `stepwise worker`s (start at least one); at most {} wait (max_queued), and max_running does not apply",
+            queue.name(),
+            serve.limits.max_queued
+        ));
+    }
     let launcher = Arc::new(ServeLauncher {
         store,
         queue,
