@@ -15,8 +15,9 @@
 //! another once the lease has expired.
 //!
 //! A client's cancel (`POST /v1/runs/{id}/cancel` on `stepwise serve` over
-//! the same database) rides in the run's job; the worker reads it as often
-//! as it polls, stops the run and records `run_cancelled` under its lease.
+//! the same database) rides in the run's job and wakes the worker (a
+//! NOTIFY), which reads it, stops the run and records `run_cancelled` under
+//! its lease.
 //!
 //! SIGTERM or Ctrl-C: stop claiming, let the runs in hand go on for
 //! `--grace-ms`, then stop the rest and give them back to the queue (their
@@ -496,7 +497,7 @@ async fn serve(args: &WorkerArgs, store: Arc<PgStore>) -> anyhow::Result<()> {
             next_beat = tokio::time::Instant::now() + beat;
             heartbeat(&ctx, &held, &aborts, args.lease_ms).await;
         }
-        // As often as it polls the queue, so a cancel takes about `--poll-ms`.
+        // Whenever it wakes: a cancel request's NOTIFY, or at the latest `--poll-ms`.
         if !aborts.is_empty() {
             cancel_requested(&ctx, &held, &mut aborts).await;
         }
