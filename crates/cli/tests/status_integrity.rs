@@ -390,6 +390,63 @@ fn write_plan() -> Value {
     ]})
 }
 
+/// Found with a model planner and the offline synthesizer: a plan not
+/// written by the offline planner words its steps its own way ("Find the
+/// running costs"), and every dimension asked was reported "Not searched"
+/// and each step's section "No evidence" although the notes answered them.
+#[test]
+fn steps_of_someone_elses_plan_answer_the_dimensions_they_name() {
+    let dir = Dir::new("other-plan");
+    let plan = dir.file(
+        "plan.json",
+        &json!({"steps": [
+            search("costs", "the running costs per month", &[]),
+            search("latency", "the latency target at the 95th percentile", &[]),
+            search("staff", "the staff rota", &[]),
+        ]})
+        .to_string(),
+    );
+    let out = run(
+        &dir,
+        "Should we launch the assistant? Consider cost and latency.",
+        &["--plan", &plan, "--run-id", "run_o", "--quiet"],
+    );
+    let md = &out.stdout;
+    assert_eq!(out.code, 0, "{md}{}", out.stderr);
+    assert!(!md.contains("Not searched"), "{md}");
+    let section = |heading: &str| {
+        md.split("\n## ")
+            .find(|s| s.starts_with(heading))
+            .unwrap_or_else(|| panic!("no section {heading}:\n{md}"))
+            .to_owned()
+    };
+    assert!(
+        section("cost\n").contains("costs about $600 per month to run at full traffic. [cost]"),
+        "{md}"
+    );
+    assert!(
+        section("latency\n").contains(&format!("{LATENCY} [latency]")),
+        "{md}"
+    );
+    // A step that names no dimension keeps a section of its own, and finds nothing.
+    assert!(
+        section("Find the staff rota").contains("No evidence found"),
+        "{md}"
+    );
+    let v = show(&dir, "run_o");
+    let gaps: Vec<&str> = v["knowledge_gaps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g.as_str().unwrap())
+        .collect();
+    assert!(
+        gaps.iter()
+            .all(|g| !g.contains("cost") && !g.contains("latency")),
+        "{gaps:?}"
+    );
+}
+
 #[test]
 fn a_plan_with_nothing_citable_names_that_gap_instead_of_saying_none() {
     // Found with a plan of MCP file tools: no search step, so no section,

@@ -17,7 +17,7 @@
 //! context: it shapes the searches but makes no section.
 
 use stepwise_core::{Constraints, Goal, RunState};
-use stepwise_tools::notes::stem::{stem, words};
+use stepwise_tools::notes::stem::{mentions, stem, words};
 
 /// A goal's dimensions and entities.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -140,6 +140,29 @@ impl Asked {
         if !self.dimensions.iter().any(|x| words(x) == key) {
             self.dimensions.push(d);
         }
+    }
+
+    /// The dimensions a search step of someone else's plan (a model's, a
+    /// user's `--plan`) is about: its description is the dimension, or names
+    /// every content word of it ("Find the fuel and energy costs" is about
+    /// cost). The goal itself names every dimension and is about none: it is
+    /// the overview.
+    pub(crate) fn dimensions_named_by(&self, description: &str, goal: &str) -> Vec<&str> {
+        if let Some(d) = self.dimension_of(description) {
+            return vec![d];
+        }
+        if description == goal {
+            return Vec::new();
+        }
+        let ws = words(description);
+        self.dimensions
+            .iter()
+            .filter(|d| {
+                let terms = super::relevance::content(d);
+                !terms.is_empty() && terms.iter().all(|t| mentions(&ws, t))
+            })
+            .map(String::as_str)
+            .collect()
     }
 
     /// The dimension a sub-question (a step description) was planned for.

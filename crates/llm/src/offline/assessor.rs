@@ -9,7 +9,7 @@ use stepwise_core::roles::{AssessRequest, Assessor, Reply, RoleError, StepOutcom
 use stepwise_core::{Assessment, RunState, Step, StepStatus, Verdict};
 
 use super::gap_for;
-use super::judge::{Lens, query_of};
+use super::judge::{Judgement, Lens, query_of};
 use super::reformulate::Reformulator;
 
 /// Whether any finished search step met its criteria.
@@ -17,10 +17,11 @@ fn any_evidence(lens: &Lens<'_>, state: &RunState) -> bool {
     state.plan.steps.iter().any(|s| {
         s.tool == "search_notes"
             && s.status == StepStatus::Succeeded
-            && state
-                .step_results
-                .get(&s.id)
-                .is_some_and(|r| lens.judge(s, &r.output).met())
+            && state.step_results.get(&s.id).is_some_and(|r| {
+                lens.questions_of(s)
+                    .iter()
+                    .any(|q| lens.judge_for(s, q, &r.output).met())
+            })
     })
 }
 
@@ -114,7 +115,24 @@ impl Assessor for OfflineAssessor {
             StepOutcome::Succeeded(result) if step.tool == "search_notes" => {
                 let query = query_of(step);
                 let lens = Lens::new(self.reformulator.lexicon(), request.state);
-                let judgement = lens.judge(step, &result.output);
+                // A step another planner worded its own way is judged as the
+                // dimensions it names are, and its gap named by them, as the
+                // report's sections are.
+                let questions = lens.questions_of(step);
+                let mut judged: Vec<Judgement> = questions
+                    .iter()
+                    .map(|q| lens.judge_for(step, q, &result.output))
+                    .collect();
+                let gap = match questions.first() {
+                    Some(q) if *q != step.description => gap_for(q),
+                    _ => gap,
+                };
+                let at = judged.iter().position(Judgement::met).unwrap_or(0);
+                let judgement = if at < judged.len() {
+                    judged.swap_remove(at)
+                } else {
+                    lens.judge(step, &result.output)
+                };
                 if judgement.met() {
                     let ids = judgement.notes();
                     Assessment {

@@ -159,6 +159,8 @@ pub(crate) struct Lens<'a> {
     pub(crate) topic: Topic,
     /// The goal, lowercased, to tell its own names from others.
     goal_lower: String,
+    /// The goal as written: the overview step's description.
+    goal: String,
 }
 
 impl<'a> Lens<'a> {
@@ -176,6 +178,7 @@ impl<'a> Lens<'a> {
             asked,
             topic,
             goal_lower: goal.to_lowercase(),
+            goal: goal.to_owned(),
         }
     }
 
@@ -245,6 +248,44 @@ impl<'a> Lens<'a> {
         match self.asked.dimension_of(description) {
             Some(d) => content(d),
             None => content(description),
+        }
+    }
+
+    /// Whether search step `step` looks into `question` (a dimension asked,
+    /// or a sub-question of its own): it was planned for it, or — in a plan
+    /// the offline planner did not write — its description names the
+    /// dimension (see [`Asked::dimensions_named_by`]).
+    pub(crate) fn searches(&self, step: &Step, question: &str) -> bool {
+        step.tool == "search_notes"
+            && (step.description == question
+                || self
+                    .asked
+                    .dimensions_named_by(&step.description, &self.goal)
+                    .contains(&question))
+    }
+
+    /// Judges a search step's output against `question`, which it
+    /// [`searches`](Self::searches): as if planned for it, so a dimension's
+    /// sentences are judged by the dimension's rules, not the step's wording.
+    pub(crate) fn judge_for(&self, step: &Step, question: &str, output: &Value) -> Judgement {
+        if step.description == question {
+            return self.judge(step, output);
+        }
+        let mut planned = step.clone();
+        question.clone_into(&mut planned.description);
+        self.judge(&planned, output)
+    }
+
+    /// The questions a search step answers, for the assessor: the
+    /// dimensions it [`searches`](Self::searches), else its own description.
+    pub(crate) fn questions_of(&self, step: &Step) -> Vec<String> {
+        let named = self
+            .asked
+            .dimensions_named_by(&step.description, &self.goal);
+        if named.is_empty() {
+            vec![step.description.clone()]
+        } else {
+            named.into_iter().map(str::to_owned).collect()
         }
     }
 

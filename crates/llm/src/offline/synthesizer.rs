@@ -54,12 +54,12 @@ fn candidates(lens: &Lens<'_>, state: &RunState, description: &str) -> Vec<Pick>
         .plan
         .steps
         .iter()
-        .filter(|s| s.tool == "search_notes" && s.description == description)
+        .filter(|s| lens.searches(s, description))
     {
         let Some(result) = state.step_results.get(&step.id) else {
             continue;
         };
-        for q in lens.judge(step, &result.output).quotes {
+        for q in lens.judge_for(step, description, &result.output).quotes {
             if ranked.iter().any(|(_, p)| p.sentence == q.sentence) {
                 continue;
             }
@@ -144,40 +144,39 @@ struct Section {
 /// The brief's sections: every dimension asked, in order, then any other
 /// sub-question the plan searched (a user's plan, or the overview).
 fn sections(lens: &Lens<'_>, state: &RunState) -> Vec<Section> {
-    let searched: Vec<&str> = {
-        let mut out: Vec<&str> = Vec::new();
-        for s in state
-            .plan
-            .steps
-            .iter()
-            .filter(|s| s.tool == "search_notes" && s.status != StepStatus::Skipped)
-        {
-            if !out.contains(&s.description.as_str()) {
-                out.push(&s.description);
-            }
-        }
-        out
-    };
+    let run: Vec<&stepwise_core::Step> = state
+        .plan
+        .steps
+        .iter()
+        .filter(|s| s.tool == "search_notes" && s.status != StepStatus::Skipped)
+        .collect();
     let mut out: Vec<Section> = lens
         .asked
         .dimensions
         .iter()
         .map(|d| Section {
             heading: d.clone(),
-            question: searched.contains(&d.as_str()).then(|| d.clone()),
+            question: run.iter().any(|s| lens.searches(s, d)).then(|| d.clone()),
         })
         .collect();
-    for q in searched {
-        if lens.asked.dimension_of(q).is_none() {
-            out.push(Section {
-                heading: if q == state.goal {
-                    overview(&state.goal).to_owned()
-                } else {
-                    q.to_owned()
-                },
-                question: Some(q.to_owned()),
-            });
+    let mut own: Vec<&str> = Vec::new();
+    for s in run {
+        // A step about a dimension answers in that dimension's section.
+        if !lens.asked.dimensions.iter().any(|d| lens.searches(s, d))
+            && !own.contains(&s.description.as_str())
+        {
+            own.push(&s.description);
         }
+    }
+    for q in own {
+        out.push(Section {
+            heading: if q == state.goal {
+                overview(&state.goal).to_owned()
+            } else {
+                q.to_owned()
+            },
+            question: Some(q.to_owned()),
+        });
     }
     out
 }

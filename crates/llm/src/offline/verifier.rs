@@ -42,7 +42,7 @@ impl Verifier for OfflineVerifier {
         let mut questions: Vec<String> = lens.asked.dimensions.clone();
         for s in &state.plan.steps {
             if s.tool == "search_notes"
-                && lens.asked.dimension_of(&s.description).is_none()
+                && !lens.asked.dimensions.iter().any(|d| lens.searches(s, d))
                 && !questions.contains(&s.description)
             {
                 questions.push(s.description.clone());
@@ -55,12 +55,12 @@ impl Verifier for OfflineVerifier {
                 .plan
                 .steps
                 .iter()
-                .filter(|s| s.tool == "search_notes" && &s.description == question)
+                .filter(|s| lens.searches(s, question))
                 .collect();
             let mut notes: Vec<String> = Vec::new();
             for s in &steps {
                 if let Some(result) = state.step_results.get(&s.id) {
-                    for id in lens.judge(s, &result.output).notes() {
+                    for id in lens.judge_for(s, question, &result.output).notes() {
                         if !notes.iter().any(|n| n == id) {
                             notes.push(id.to_owned());
                         }
