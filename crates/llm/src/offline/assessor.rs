@@ -123,11 +123,12 @@ impl Assessor for OfflineAssessor {
                     .iter()
                     .map(|q| lens.judge_for(step, q, &result.output))
                     .collect();
-                let gap = match questions.first() {
+                // The question met, else the first: its gap is resolved or named.
+                let at = judged.iter().position(Judgement::met).unwrap_or(0);
+                let gap = match questions.get(at) {
                     Some(q) if *q != step.description => gap_for(q),
                     _ => gap,
                 };
-                let at = judged.iter().position(Judgement::met).unwrap_or(0);
                 let judgement = if at < judged.len() {
                     judged.swap_remove(at)
                 } else {
