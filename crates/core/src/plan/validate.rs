@@ -402,6 +402,9 @@ impl Checker<'_> {
                 ),
             );
         }
+        // Well-formed typed checks, with their index: checked against the
+        // tool's output schema once the tool is known.
+        let mut checks: Vec<(usize, Check)> = Vec::new();
         match obj.get("acceptance_criteria") {
             None | Some(Value::Null) => self.step_diag(
                 DiagnosticCode::MissingField,
@@ -420,7 +423,8 @@ impl Checker<'_> {
             ),
             Some(Value::Array(items)) => {
                 for (i, item) in items.iter().enumerate() {
-                    if let Some(problem) = criterion_problem(item) {
+                    let (check, problem) = criterion(item);
+                    if let Some(problem) = problem {
                         self.step_diag(
                             DiagnosticCode::InvalidField,
                             &facts,
@@ -428,6 +432,7 @@ impl Checker<'_> {
                             format!("`acceptance_criteria[{i}]` {problem}"),
                         );
                     }
+                    checks.extend(check.map(|c| (i, c)));
                 }
             }
             Some(other) => self.step_diag(
@@ -466,7 +471,7 @@ impl Checker<'_> {
             self.check_tool(tool, args, facts.status, &facts);
             if self.limits.tools.spec(tool).is_some() {
                 facts.tool = Some(tool.to_owned());
-                self.check_criteria_paths(obj, tool, &facts);
+                self.check_criteria_paths(&checks, tool, &facts);
             }
         }
         facts
@@ -478,7 +483,7 @@ impl Checker<'_> {
     /// fails its check for a reason no retry or replan can change.
     fn check_criteria_paths(
         &mut self,
-        obj: &Map<String, Value>,
+        checks: &[(usize, Check)],
         tool: &str,
         facts: &StepFacts<'_>,
     ) {
@@ -493,15 +498,9 @@ impl Checker<'_> {
         if facts.status.is_final() {
             return; // it ran: its result was judged
         }
-        let Some(Value::Array(items)) = obj.get("acceptance_criteria") else {
-            return;
-        };
         let mut problems = Vec::new();
-        for (i, item) in items.iter().enumerate() {
-            let Ok(check) = Check::deserialize(item) else {
-                continue; // free text, or reported by `criterion_problem`
-            };
-            let (path, wants) = match &check {
+        for (i, check) in checks {
+            let (path, wants) = match check {
                 Check::MinResults { path, .. } => (path, Some("array")),
                 Check::Matches { path, .. } => (path, Some("string")),
                 Check::NonEmpty { path }
@@ -509,7 +508,7 @@ impl Checker<'_> {
                 | Check::JsonSchema { path, .. } => (path, None),
             };
             let Ok(segments) = parse_output_path(path) else {
-                continue; // reported by `criterion_problem`
+                continue; // reported with the check's other problems
             };
             let why = match walk_output(schema, &segments) {
                 Err(why) => why,
@@ -1223,20 +1222,30 @@ pub fn validate_plan(plan: &Plan, limits: Limits<'_>) -> Vec<Diagnostic> {
     validate(&plan.to_json(), limits).err().unwrap_or_default()
 }
 
-/// What is wrong with one acceptance criterion, if anything: it must be
-/// non-empty text or a well-formed typed check.
-fn criterion_problem(item: &Value) -> Option<String> {
+/// One acceptance criterion, read once: the typed check it is, if it is
+/// one, and what is wrong with it, if anything (it must be non-empty text or
+/// a well-formed typed check).
+fn criterion(item: &Value) -> (Option<Check>, Option<String>) {
     match item {
-        Value::String(s) if !s.trim().is_empty() => None,
+        Value::String(s) if !s.trim().is_empty() => (None, None),
         Value::Object(_) => match Check::deserialize(item) {
-            Ok(check) => check.problem(),
-            Err(e) => Some(format!(
-                "is not a check the engine knows ({e}); the checks are min_results, non_empty, field_present, matches and json_schema"
-            )),
+            Ok(check) => {
+                let problem = check.problem();
+                (Some(check), problem)
+            }
+            Err(e) => (
+                None,
+                Some(format!(
+                    "is not a check the engine knows ({e}); the checks are min_results, non_empty, field_present, matches and json_schema"
+                )),
+            ),
         },
-        other => Some(format!(
-            "must be non-empty text or a typed check, not {}",
-            kind(other)
-        )),
+        other => (
+            None,
+            Some(format!(
+                "must be non-empty text or a typed check, not {}",
+                kind(other)
+            )),
+        ),
     }
 }
