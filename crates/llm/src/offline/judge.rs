@@ -257,11 +257,14 @@ impl<'a> Lens<'a> {
     /// dimension (see [`Asked::dimensions_named_by`]).
     pub(crate) fn searches(&self, step: &Step, question: &str) -> bool {
         step.tool == "search_notes"
-            && (step.description == question
-                || self
-                    .asked
-                    .dimensions_named_by(&step.description, &self.goal)
-                    .contains(&question))
+            && (step.description == question || self.dimensions_of(step).contains(&question))
+    }
+
+    /// The dimensions asked that step `step` is about (none: a sub-question
+    /// of its own, or the overview).
+    pub(crate) fn dimensions_of(&self, step: &Step) -> Vec<&str> {
+        self.asked
+            .dimensions_named_by(&step.description, &self.goal)
     }
 
     /// Judges a search step's output against `question`, which it
@@ -279,9 +282,7 @@ impl<'a> Lens<'a> {
     /// The questions a search step answers, for the assessor: the
     /// dimensions it [`searches`](Self::searches), else its own description.
     pub(crate) fn questions_of(&self, step: &Step) -> Vec<String> {
-        let named = self
-            .asked
-            .dimensions_named_by(&step.description, &self.goal);
+        let named = self.dimensions_of(step);
         if named.is_empty() {
             vec![step.description.clone()]
         } else {

@@ -162,9 +162,7 @@ fn sections(lens: &Lens<'_>, state: &RunState) -> Vec<Section> {
     let mut own: Vec<&str> = Vec::new();
     for s in run {
         // A step about a dimension answers in that dimension's section.
-        if !lens.asked.dimensions.iter().any(|d| lens.searches(s, d))
-            && !own.contains(&s.description.as_str())
-        {
+        if lens.dimensions_of(s).is_empty() && !own.contains(&s.description.as_str()) {
             own.push(&s.description);
         }
     }

@@ -42,7 +42,7 @@ impl Verifier for OfflineVerifier {
         let mut questions: Vec<String> = lens.asked.dimensions.clone();
         for s in &state.plan.steps {
             if s.tool == "search_notes"
-                && !lens.asked.dimensions.iter().any(|d| lens.searches(s, d))
+                && lens.dimensions_of(s).is_empty()
                 && !questions.contains(&s.description)
             {
                 questions.push(s.description.clone());
