@@ -208,6 +208,15 @@ fn lists_in(clause: &str) -> (Vec<String>, Vec<String>) {
         }
         return (dimensions, entities);
     }
+    if let Some((what, on)) = compare_after_subject(clause) {
+        // "How do Northway and ColdRoute compare on A and B?"
+        let compared = split_items(&what);
+        if compared.len() >= 2 {
+            entities.extend(compared.into_iter().filter(|e| is_short(e)));
+        }
+        dimensions.extend(split_items(&on).into_iter().filter(|i| is_short(i)));
+        return (dimensions, dedup(entities));
+    }
     if let Some((list, strong, compare)) = after_cue(clause) {
         // "Compare / weigh / evaluate A and B on (in terms of) X and Y".
         let (what, on) = if compare || !strong {
@@ -232,13 +241,17 @@ fn lists_in(clause: &str) -> (Vec<String>, Vec<String>) {
         // "전기버스와 수소버스를 주행거리와 소음 (측면에서)": the object before
         // the list is what is compared, the list after it the dimensions.
         let words: Vec<&str> = list.split_whitespace().collect();
-        let list = match words
-            .iter()
-            .rposition(|w| (w.ends_with('을') || w.ends_with('를')) && w.chars().count() >= 3)
-        {
+        // The object (을/를) or, failing that, the topic (은/는: "A와 B는 X와
+        // Y 면에서 어떻게 다른가") before the list.
+        let marked = |ends: [char; 2]| {
+            words
+                .iter()
+                .rposition(|w| w.ends_with(ends) && w.chars().count() >= 3)
+        };
+        let list = match marked(['을', '를']).or_else(|| marked(['은', '는'])) {
             Some(at) if at + 1 < words.len() => {
                 let object = words[..=at].join(" ");
-                let object = object.trim_end_matches(['을', '를']);
+                let object = object.trim_end_matches(['을', '를', '은', '는']);
                 let compared = split_items(object);
                 if compared.len() >= 2 {
                     entities.extend(compared);
@@ -296,6 +309,49 @@ fn after_cue(clause: &str) -> Option<(String, bool, bool)> {
     }
     let (_, end, strong, compare) = best?;
     Some((clause[end..].trim().to_owned(), strong, compare))
+}
+
+/// Verbs that, after what they compare, introduce the dimensions: "How do
+/// A and B compare on …", "… differ in …".
+const COMPARED_ON: &[&str] = &[
+    " compare on ",
+    " compare in terms of ",
+    " compare with respect to ",
+    " compare for ",
+    " differ on ",
+    " differ in ",
+    " stack up on ",
+    " fare on ",
+];
+
+/// "How do Northway and ColdRoute compare on breakdown response and
+/// insurance" → ("Northway and ColdRoute", "breakdown response and insurance").
+fn compare_after_subject(clause: &str) -> Option<(String, String)> {
+    let lower = clause.to_lowercase();
+    if lower.len() != clause.len() {
+        return None;
+    }
+    let (at, verb) = COMPARED_ON
+        .iter()
+        .filter_map(|v| lower.find(v).map(|at| (at, *v)))
+        .min()?;
+    let mut what = &clause[..at];
+    for lead in [
+        "how do ",
+        "how does ",
+        "how would ",
+        "how will ",
+        "how did ",
+    ] {
+        if what.to_lowercase().starts_with(lead) {
+            what = &what[lead.len()..];
+            break;
+        }
+    }
+    Some((
+        what.trim().to_owned(),
+        clause[at + verb.len()..].trim().to_owned(),
+    ))
 }
 
 /// "Kafka and SQS on cost and latency" → (Some("Kafka and SQS"), "cost and latency").
@@ -598,6 +654,19 @@ mod tests {
         let a = asked("Weigh TicketLoom against Gatehouse in terms of cost and staff training.");
         assert_eq!(a.dimensions, ["cost", "staff training"]);
         assert_eq!(a.entities, ["TicketLoom", "Gatehouse"]);
+    }
+
+    #[test]
+    fn how_do_they_compare_on() {
+        let a = asked("How do Northway and ColdRoute compare on breakdown response and insurance?");
+        assert_eq!(a.dimensions, ["breakdown response", "insurance"]);
+        assert_eq!(a.entities, ["Northway", "ColdRoute"]);
+        let a = asked("한빛이벤트와 누리문화기획은 지역 상인 참여와 교통 면에서 어떻게 다른가?");
+        assert_eq!(a.dimensions, ["지역 상인 참여", "교통"]);
+        assert_eq!(a.entities, ["한빛이벤트", "누리문화기획"]);
+        let a = asked("큐브스캔 S7과 오로라 i5는 사후 지원과 개인정보 보호 면에서 어떻게 다른가?");
+        assert_eq!(a.dimensions, ["사후 지원", "개인정보 보호"]);
+        assert_eq!(a.entities, ["큐브스캔 S7", "오로라 i5"]);
     }
 
     #[test]

@@ -214,7 +214,16 @@ impl<'a> Lens<'a> {
         }
         let ws = sentence.words();
         if let Some(d) = self.asked.dimension_of(description) {
-            return about_dimension(self.lexicon, d, &sentence.wording, frame, note_id);
+            // Evidence on a dimension says something checkable: a figure,
+            // or what it says of an alternative (in it, or in what frames
+            // it). "회의 다과 비용은 학생처 운영비로 처리했다" (a meeting's
+            // snacks) names the cost and says nothing of the decision.
+            let anchored = sentence.has_figure()
+                || self.topic.entities.is_empty()
+                || self.topic.names_an_entity(ws)
+                || self.topic.names_an_entity(&frame.stems)
+                || self.lexicon.names_an_entity_in(&self.topic, note_id);
+            return anchored && about_dimension(self.lexicon, d, &sentence.wording, frame, note_id);
         }
         if !self.lexicon.cohesive(note_id) && !self.topic.names_an_entity(ws) {
             return false;
@@ -246,7 +255,7 @@ impl<'a> Lens<'a> {
     /// The words that rank a sentence for `description`.
     fn question_words(&self, description: &str) -> Vec<String> {
         match self.asked.dimension_of(description) {
-            Some(d) => content(d),
+            Some(d) => super::relevance::dimension_terms(d),
             None => content(description),
         }
     }

@@ -44,19 +44,27 @@ pub(crate) fn search_words(text: &str) -> Vec<String> {
 }
 
 /// The search query for a sub-question: its own words, and for a dimension
-/// the alternatives compared ("cost kafka sqs"). Context words of the goal
-/// stay out: they would rank notes that share the topic above notes that
-/// answer the dimension, and the judge already keeps off-topic notes out.
+/// the synonyms the lexicon gives it ("cost price … 가격"), so a note that
+/// writes "가격" for 비용 is found. Neither the alternatives' names nor the
+/// goal's context words go in: they would rank notes that name the options
+/// above notes that answer the dimension (a Korean name of six syllables
+/// is five search terms), and the judge already keeps off-topic notes out.
 pub(crate) fn query_for(asked: &Asked, sub_question: &str) -> String {
     let mut terms = search_words(sub_question);
-    if asked.dimension_of(sub_question).is_some() {
-        for e in &asked.entities {
-            for w in search_words(e) {
-                if !terms.contains(&w) {
-                    terms.push(w);
+    if let Some(d) = asked.dimension_of(sub_question) {
+        let stems = stepwise_tools::notes::stem::words(d);
+        let mut extra: Vec<String> = Vec::new();
+        for s in super::synonyms::of_dimension(&stems)
+            .into_iter()
+            .chain(stems.iter().flat_map(|t| super::synonyms::of(t)))
+        {
+            for w in search_words(&s.text) {
+                if !terms.contains(&w) && !extra.contains(&w) {
+                    extra.push(w);
                 }
             }
         }
+        terms.extend(extra);
     }
     if terms.is_empty() {
         sub_question.trim().to_owned()
@@ -182,7 +190,13 @@ mod tests {
         let (qs, _) = sub_questions(&g, 10);
         assert_eq!(qs, ["cost", "throughput", "staff training"]);
         let asked = Asked::of(&g);
-        assert_eq!(query_for(&asked, "cost"), "cost kafka rabbitmq sqs");
+        // The dimension and its synonyms, not the alternatives' names: a
+        // Korean name of six syllables is five search terms and would
+        // outrank the dimension (the judge keeps other subjects out).
+        assert_eq!(
+            query_for(&asked, "cost"),
+            "cost price prices priced pricing expense expenses spend spending fee fees 가격 단가 금액 인건비 운영비 유지비 사업비 구축비 도입비"
+        );
         let (qs, _) = sub_questions(
             &goal(
                 "Compare RAG and fine-tuning for customer support",

@@ -56,7 +56,7 @@ impl Reformulator {
     fn candidates(&self, lens: &Lens<'_>, description: &str) -> Vec<String> {
         let dimension = lens.asked.dimension_of(description);
         let terms = match dimension {
-            Some(d) => content(d),
+            Some(d) => super::relevance::dimension_terms(d),
             None => content(description),
         };
         let need = if dimension.is_some() {

@@ -208,6 +208,8 @@ pub struct Lexicon {
     own_subject: Vec<OnceLock<bool>>,
     /// A goal's context words → its subject terms, once asked.
     subjects: Mutex<HashMap<Vec<String>, Arc<Vec<String>>>>,
+    /// See [`Lexicon::main_parties`].
+    main_parties: OnceLock<Vec<String>>,
 }
 
 /// What the notes say about one term (a stem).
@@ -241,6 +243,9 @@ struct Built {
     /// Names quoted in a Korean sentence saying an option was dropped
     /// ("'휙'이 낸 협약 방식은 … 이번 검토에서 제외했다"), as written.
     dropped_names: Vec<String>,
+    /// Latin words some note writes in lower case ("greenhouse", "survey"):
+    /// a capitalised title word that is not one of them is a name.
+    lowercase: std::collections::HashSet<String>,
 }
 
 impl Lexicon {
@@ -255,6 +260,7 @@ impl Lexicon {
             disclaiming: (0..n).map(|_| OnceLock::new()).collect(),
             own_subject: (0..n).map(|_| OnceLock::new()).collect(),
             subjects: Mutex::new(HashMap::new()),
+            main_parties: OnceLock::new(),
         }
     }
 
@@ -297,6 +303,15 @@ impl Lexicon {
             all.sort_by(f64::total_cmp);
             b.median_cohesion = all.get(all.len() / 2).copied().unwrap_or(0.0);
             (b.dropped, b.dropped_names) = self.dropped_options();
+            for note in self.corpus.notes() {
+                for text in [&note.title, &note.text] {
+                    for w in text.split(|c: char| !c.is_ascii_alphanumeric()) {
+                        if !w.is_empty() && w.bytes().all(|c| c.is_ascii_lowercase()) {
+                            b.lowercase.insert(w.to_owned());
+                        }
+                    }
+                }
+            }
             b
         })
     }
@@ -479,6 +494,116 @@ impl Lexicon {
         })
     }
 
+    /// The parties a note says up front it is by or about: the names in its
+    /// title (a capitalised word no note writes in lower case: Meterix,
+    /// Pub/Sub, Tallyworks; not an email's sender line) and the companies
+    /// its opening names ("(주)온담푸드", "소담키친(주)", "Arctis Ltd"), each
+    /// as its stems.
+    fn parties(&self, at: usize) -> Vec<String> {
+        let note = &self.corpus.notes()[at];
+        let b = self.built();
+        let mut out: Vec<String> = Vec::new();
+        let mut add = |w: &str| {
+            let s = stem(w);
+            if !s.is_empty() && !out.contains(&s) {
+                out.push(s);
+            }
+        };
+        let title = note.title.trim();
+        let sender = ["from:", "보낸 사람", "보낸사람", "to:"]
+            .iter()
+            .any(|p| title.to_lowercase().starts_with(p));
+        let shouting = !title.chars().any(|c| c.is_ascii_lowercase());
+        if !sender && !shouting {
+            for w in title.split(|c: char| !c.is_ascii_alphanumeric()) {
+                let capitalised = w.chars().next().is_some_and(|c| c.is_ascii_uppercase());
+                if capitalised
+                    && w.chars().count() >= 3
+                    && !super::sentence::is_calendar_word(w)
+                    && !b.lowercase.contains(&w.to_lowercase())
+                {
+                    add(w);
+                }
+            }
+        }
+        let opening: String = std::iter::once(note.title.as_str())
+            .chain(self.corpus.passages(at).take(2).map(|(text, _)| text))
+            .collect::<Vec<_>>()
+            .join(" ");
+        for name in super::sentence::company_names(&opening) {
+            add(&name);
+        }
+        out
+    }
+
+    /// Whether a note is by or about a party the goal does not compare: one
+    /// of its [`parties`](Self::parties) the goal never names and few notes
+    /// use (a third bidder, another project's vendor), in a note that
+    /// names none of the alternatives. The organisation's own name, which
+    /// most notes use, is no such party.
+    fn about_another_party(&self, topic: &Topic, at: usize) -> bool {
+        let goal = words(&topic.goal);
+        self.minor_parties(at).iter().any(|p| !mentions(&goal, p))
+    }
+
+    /// The note's [`parties`](Self::parties) that few notes use (at most a
+    /// quarter, or two).
+    fn minor_parties(&self, at: usize) -> Vec<String> {
+        let few = (self.corpus.len() / 4).max(2);
+        self.parties(at)
+            .into_iter()
+            .filter(|p| self.notes_using(p) <= few)
+            .collect()
+    }
+
+    /// The parties the notes keep naming (more than a few notes, not
+    /// nearly all: the options, not the organisation), named up front by
+    /// two notes or more ([`parties`](Self::parties)), once.
+    fn main_parties(&self) -> &[String] {
+        self.main_parties.get_or_init(|| {
+            let n = self.corpus.len();
+            let few = (n / 4).max(2);
+            let most = n * 3 / 4;
+            // Named up front by two notes or more (a proposal and a call
+            // about it), not only used: "RFID" in one title is no party.
+            let mut named: HashMap<String, usize> = HashMap::new();
+            for at in 0..n {
+                for p in self.parties(at) {
+                    *named.entry(p).or_default() += 1;
+                }
+            }
+            let mut out: Vec<String> = named
+                .into_iter()
+                .filter(|(p, titles)| {
+                    let using = self.notes_using(p);
+                    *titles >= 2 && using > few && using <= most
+                })
+                .map(|(p, _)| p)
+                .collect();
+            out.sort();
+            out
+        })
+    }
+
+    /// Whether a note by or about a minor party says anywhere that the
+    /// party's option is set aside ("Google Cloud Pub/Sub quote … We are
+    /// not pursuing it"), unless the goal names that party.
+    fn sets_its_party_aside(&self, topic: &Topic, at: usize) -> bool {
+        let goal = words(&topic.goal);
+        self.minor_parties(at).iter().any(|p| !mentions(&goal, p))
+            && self
+                .corpus
+                .passages(at)
+                .any(|(text, _)| super::sentence::sets_aside(text))
+    }
+
+    /// Whether a note names one of the alternatives compared.
+    pub(crate) fn names_an_entity_in(&self, topic: &Topic, note_id: &str) -> bool {
+        self.corpus
+            .position(note_id)
+            .is_some_and(|at| topic.names_an_entity_where(|t| self.mentioned_at(at, t)))
+    }
+
     /// Whether a note belongs with the rest of the corpus (see [`Lexicon::on_topic`]).
     pub(crate) fn cohesive(&self, note_id: &str) -> bool {
         let b = self.built();
@@ -648,7 +773,10 @@ impl Lexicon {
         let Some(at) = self.corpus.position(note_id) else {
             return false;
         };
-        if self.disclaims(note_id) || self.about_a_dropped_option(topic, note_id) {
+        if self.disclaims(note_id)
+            || self.about_a_dropped_option(topic, note_id)
+            || self.sets_its_party_aside(topic, at)
+        {
             return false;
         }
         // A note naming an alternative by its name (Kafka, Ledgerline) is
@@ -661,6 +789,35 @@ impl Lexicon {
         };
         if names(&topic.named) {
             return true;
+        }
+        // A goal that compares alternatives is answered by notes on them,
+        // or on the decision as a whole; a note naming none that is by or
+        // about another party (a third bidder's quote, another project's
+        // vendor), or has a subject of its own (the greenhouse, the staff
+        // picnic), is about something else.
+        // (An "alternative" nearly every note names — the organisation,
+        // "Brenmoor, AquaSense or FlowPoint" — tells no note apart.)
+        // A goal that names no alternative ("Which payroll vendor should
+        // replace Keystone?") compares the parties the notes keep naming.
+        let most = self.corpus.len() * 3 / 4;
+        let distinctive: Vec<Vec<String>> = if topic.entities.is_empty() {
+            self.main_parties()
+                .iter()
+                .map(|p| vec![p.clone()])
+                .collect()
+        } else {
+            topic
+                .entities
+                .iter()
+                .filter(|e| e.iter().any(|t| self.notes_using(t) <= most))
+                .cloned()
+                .collect()
+        };
+        if !distinctive.is_empty()
+            && !names(&distinctive)
+            && (self.about_another_party(topic, at) || self.has_own_subject(at))
+        {
+            return false;
         }
         if !self.on_subject(topic, at) {
             return false;
@@ -776,6 +933,43 @@ impl Wording {
     }
 }
 
+/// Words that, beside another, only say "how it is handled": "temperature
+/// *control*", "breakdown *response*", "안전 *관리*", "관람객 *유치*". A note
+/// on temperature control says "temperature", rarely "control".
+const GENERIC_PARTS: &[&str] = &[
+    "control",
+    "management",
+    "response",
+    "handling",
+    "level",
+    "levels",
+    "process",
+    "관리",
+    "대응",
+    "유치",
+    "수준",
+    "참여",
+    "체계",
+];
+
+/// The words a sentence must name to be about a dimension: its content
+/// words, without the [`GENERIC_PARTS`] of a compound (stems).
+pub(crate) fn dimension_terms(dimension: &str) -> Vec<String> {
+    let terms = content(dimension);
+    let terms = if terms.is_empty() {
+        words(dimension)
+    } else {
+        terms
+    };
+    let generic: Vec<String> = GENERIC_PARTS.iter().map(|g| stem(g)).collect();
+    let key: Vec<String> = terms
+        .iter()
+        .filter(|t| !generic.contains(t))
+        .cloned()
+        .collect();
+    if key.is_empty() { terms } else { key }
+}
+
 /// Whether a sentence of note `note_id` is about `dimension`; what frames
 /// its passage (`frame`: [`Lexicon::frame`]) counts as naming it. A
 /// dimension word is named by itself, a variant or a synonym.
@@ -786,19 +980,20 @@ pub(crate) fn about_dimension(
     frame: &Wording,
     note_id: &str,
 ) -> bool {
-    let terms = content(dimension);
-    let terms = if terms.is_empty() {
+    let whole = content(dimension);
+    let whole = if whole.is_empty() {
         words(dimension)
     } else {
-        terms
+        whole
     };
-    if terms.is_empty() {
+    if whole.is_empty() {
         return false;
     }
     // A synonym of the whole dimension ("bushels per acre" for crop yield).
-    if sentence.names_dimension(&terms) {
+    if sentence.names_dimension(&whole) {
         return true;
     }
+    let terms = dimension_terms(dimension);
     let frame_names_it = terms.iter().all(|t| frame.names(t));
     let in_sentence = terms.iter().any(|t| sentence.names(t));
     if (in_sentence || frame_names_it)
@@ -974,6 +1169,69 @@ mod tests {
             },
         );
         assert!(lx.on_topic(&topic, "mealpay"));
+    }
+
+    #[test]
+    fn a_note_by_another_party_is_not_evidence_on_the_alternatives() {
+        let lx = Lexicon::new(Arc::new(
+            Corpus::from_notes([
+                Note::new("kq", "Kafka quote", "Kafka on MSK costs $2,950 a month."),
+                Note::new(
+                    "sq",
+                    "SQS design",
+                    "SQS costs $210 a month for our traffic.",
+                ),
+                Note::new(
+                    "kc",
+                    "Kafka reference call",
+                    "Their Kafka bill is $3,100 a month.",
+                ),
+                Note::new(
+                    "sc",
+                    "SQS reference call",
+                    "Their SQS bill is $190 a month.",
+                ),
+                Note::new(
+                    "memo",
+                    "Finance memo",
+                    "Kafka and SQS are both on AWS; the budget is $4,000.",
+                ),
+                Note::new(
+                    "pubsy",
+                    "Pubsy Cloud quote",
+                    "Pubsy Cloud priced our traffic at $640 a month. Pubsy scales without limits.",
+                ),
+                Note::new(
+                    "kick",
+                    "Kickoff",
+                    "Pubsy was mentioned; Kafka and SQS are on the list.",
+                ),
+                Note::new(
+                    "ops",
+                    "Operations",
+                    "Kafka needs partition work; SQS needs alarms.",
+                ),
+            ])
+            .unwrap(),
+        ));
+        let asked = Asked {
+            dimensions: vec!["cost".into()],
+            entities: vec!["Kafka".into(), "SQS".into()],
+        };
+        let topic = Topic::of("Kafka or SQS? Consider cost.", &asked);
+        assert!(lx.on_topic(&topic, "memo"));
+        // Its title names a party few notes use and the goal does not, and
+        // it names neither alternative.
+        assert!(!lx.on_topic(&topic, "pubsy"));
+        // A goal that names no alternative compares the parties the notes
+        // keep naming up front (Kafka, SQS): the Pubsy quote is still out.
+        let none = Asked {
+            dimensions: vec!["cost".into()],
+            entities: Vec::new(),
+        };
+        let topic = Topic::of("Which broker should we use? Consider cost.", &none);
+        assert!(lx.on_topic(&topic, "kq"));
+        assert!(!lx.on_topic(&topic, "pubsy"));
     }
 
     #[test]

@@ -95,6 +95,96 @@ pub(crate) fn is_name_word(word: &str) -> bool {
         && !NOT_NAMES.contains(&word)
 }
 
+/// Month and weekday names, capitalised in any title without being names.
+const CALENDAR: &[&str] = &[
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+    "monday",
+    "tuesday",
+    "wednesday",
+    "thursday",
+    "friday",
+    "saturday",
+    "sunday",
+];
+
+/// Whether a word is a month or a weekday.
+pub(crate) fn is_calendar_word(word: &str) -> bool {
+    CALENDAR.contains(&word.to_lowercase().as_str())
+}
+
+/// One-syllable particles a Korean name may carry.
+const KO_PARTICLES: &[char] = &[
+    '은', '는', '이', '가', '을', '를', '의', '와', '과', '도', '에',
+];
+
+/// Korean company markers, before or after the name ("(주)온담푸드",
+/// "다온푸드서비스(주)").
+const KO_COMPANY_MARKS: &[&str] = &["(주)", "㈜", "주식회사 ", "(유)", "(사)"];
+
+/// Latin company suffixes after the name ("Meterix Systems LLC").
+const COMPANY_SUFFIXES: &[&str] = &["LLC", "Inc", "Ltd", "Corp", "GmbH", "plc", "PLC", "LLP"];
+
+/// The companies a text names by a company marker: the Hangul word a
+/// Korean marker is attached to, the capitalised words before a Latin
+/// suffix ("Meterix Systems LLC" → Meterix, Systems).
+pub(crate) fn company_names(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for mark in KO_COMPANY_MARKS {
+        for (at, _) in text.match_indices(mark) {
+            let after: String = text[at + mark.len()..]
+                .chars()
+                .take_while(|c| ('\u{AC00}'..='\u{D7A3}').contains(c))
+                .collect();
+            let before: String = {
+                let mut v: Vec<char> = text[..at]
+                    .chars()
+                    .rev()
+                    .take_while(|c| ('\u{AC00}'..='\u{D7A3}').contains(c))
+                    .collect();
+                v.reverse();
+                v.into_iter().collect()
+            };
+            // "(주)온담푸드는": the name without its particle.
+            let after = match after.chars().last() {
+                Some(c) if after.chars().count() >= 3 && KO_PARTICLES.contains(&c) => {
+                    after[..after.len() - c.len_utf8()].to_owned()
+                }
+                _ => after,
+            };
+            for name in [after, before] {
+                if name.chars().count() >= 2 {
+                    out.push(name);
+                }
+            }
+        }
+    }
+    let words: Vec<&str> = text
+        .split(|c: char| c.is_whitespace() || matches!(c, ',' | '.' | '(' | ')'))
+        .filter(|w| !w.is_empty())
+        .collect();
+    for (i, w) in words.iter().enumerate() {
+        if COMPANY_SUFFIXES.contains(w) {
+            for name in words[..i].iter().rev().take(2) {
+                if name.chars().next().is_some_and(|c| c.is_ascii_uppercase()) {
+                    out.push((*name).to_owned());
+                }
+            }
+        }
+    }
+    out
+}
+
 /// Whether a sentence states something: it ends like a sentence (a full
 /// stop, or a Korean ending such as 다/요), not like a byline, a date line
 /// or a table row ("정보보안팀, 5월 28일", "From: Aisha Okafor").
@@ -151,6 +241,36 @@ const DEFERRALS: &[&str] = &[
     "추후 논의",
     "논의할 예정",
     "안건으로",
+    "next time",
+    "we'll discuss",
+    "we will discuss",
+    "will discuss",
+    "'ll go through",
+    "will go through",
+    "will pull together",
+    "decision meeting",
+    "will report back",
+    "다음에 논의",
+    "추후 검토",
+    "확인하기로",
+    "답하기로",
+    "actions:",
+    "**actions.**",
+    "next steps:",
+];
+
+/// Phrases by which a sentence says two figures disagree without giving
+/// them ("보고서와 학생회 집계에서 다르다는 지적"): a remark on the evidence,
+/// not evidence.
+const DISAGREEMENT_REMARKS: &[&str] = &[
+    "다르다는",
+    "차이가 난다는",
+    "맞지 않는다는",
+    "do not match",
+    "don't match",
+    "did not match",
+    "numbers differ",
+    "figures differ",
 ];
 
 /// Whether a text holds one of `cues`, case aside.
@@ -188,6 +308,8 @@ const SET_ASIDE: &[&str] = &[
     "제외된",
     "별개",
     "not shortlisted",
+    "not pursuing",
+    "not be pursued",
 ];
 
 /// Whether `sentence` (`raw` without its list marker) may be quoted: a
@@ -248,12 +370,16 @@ pub(crate) fn dropped_korean_name(sentence: &str) -> Option<String> {
     if !KO_DROPPED.iter().any(|e| sentence.contains(e)) {
         return None;
     }
-    QUOTES.iter().find_map(|&(open, close)| {
-        let (_, rest) = sentence.split_once(open)?;
-        let (name, _) = rest.split_once(close)?;
-        let name = name.trim();
-        (!name.is_empty() && name.chars().count() <= 20).then(|| name.to_owned())
-    })
+    QUOTES
+        .iter()
+        .find_map(|&(open, close)| {
+            let (_, rest) = sentence.split_once(open)?;
+            let (name, _) = rest.split_once(close)?;
+            let name = name.trim();
+            (!name.is_empty() && name.chars().count() <= 20).then(|| name.to_owned())
+        })
+        // Or the company it names ("(주)온담푸드는 … 이번 검토에서 제외했다").
+        .or_else(|| company_names(sentence).into_iter().next())
 }
 
 /// Words that end the name of a dropped option ("Surge valves *on* the
@@ -288,9 +414,18 @@ pub(crate) fn out_of_scope(opening: &str) -> bool {
     holds_any(opening, SELF_EXCLUSIONS) || holds_any(opening, SET_ASIDE)
 }
 
-/// Whether a sentence only defers its topic.
+/// Whether a text says its subject was set aside ("We are not pursuing
+/// it", "이번 검토에서 제외했다").
+pub(crate) fn sets_aside(text: &str) -> bool {
+    holds_any(text, SET_ASIDE)
+}
+
+/// Whether a sentence only defers its topic, or only remarks that figures
+/// it does not give disagree.
 pub(crate) fn defers(sentence: &str) -> bool {
     holds_any(sentence, DEFERRALS)
+        || (holds_any(sentence, DISAGREEMENT_REMARKS)
+            && !sentence.chars().any(|c| c.is_ascii_digit()))
 }
 
 #[cfg(test)]
@@ -369,6 +504,18 @@ mod tests {
                 "배식 속도에 대한 근거 자료는 다온이 다음 주에 보내기로 했다.",
                 false,
             ),
+            (
+                "We'll discuss customer support next time, once the reference calls are done.",
+                false,
+            ),
+            (
+                "시범 운영 점심 대기 시간이 보고서와 학생회 집계에서 다르다는 지적이 있었다.",
+                false,
+            ),
+            (
+                "**Actions.** Gemma: written roadside terms from Northway; build slot from ColdRoute.",
+                false,
+            ),
         ] {
             assert_eq!(is_statement(sentence), quotable, "{sentence}");
         }
@@ -410,6 +557,13 @@ mod tests {
         assert_eq!(
             dropped_korean_name("스마트도서관 안은 이번 검토에서 제외했다."),
             None
+        );
+        assert_eq!(
+            dropped_korean_name(
+                "(주)온담푸드는 학생 식권을 5,500원으로 제시해 상한을 넘었고, 이번 검토에서 제외했다."
+            )
+            .as_deref(),
+            Some("온담푸드")
         );
     }
 

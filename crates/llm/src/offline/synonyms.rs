@@ -77,7 +77,13 @@ impl Synonym {
             return false;
         }
         if self.korean {
-            return self.parts.iter().all(|p| mentions(stems, p));
+            // Words in a row ("대기 시간"), each maybe a compound it heads
+            // or with its particles: "대기 환자의 입원이 9시간" is no wait time.
+            return stems.windows(self.parts.len()).any(|w| {
+                w.iter()
+                    .zip(&self.parts)
+                    .all(|(s, p)| mentions(std::slice::from_ref(s), p))
+            });
         }
         surface
             .windows(self.parts.len())
