@@ -1073,6 +1073,13 @@ fn share_numerator(tokens: &[Token], i: usize) -> Option<f64> {
 fn read_figure(tokens: &[Token], i: usize) -> Option<Reading> {
     let value = tokens.get(i)?.number()?;
     let before = i.checked_sub(1).and_then(|j| tokens.get(j));
+    // A day of a month ("2 March", "March 26") dates something; it
+    // measures nothing ("Date: 2 March 2026" against "Date: 26 March").
+    let month =
+        |t: Option<&Token>| t.is_some_and(|t| t.kind == Kind::Word && listed(MONTHS, &t.lower));
+    if month(before) || month(tokens.get(i + 1)) {
+        return None;
+    }
     let currency = before.and_then(|b| match b.kind {
         Kind::Symbol(c @ ('$' | '€' | '£' | '₩')) => Some(c.to_string()),
         Kind::Word => class_of(CURRENCY_WORDS, &b.lower)
@@ -1596,11 +1603,39 @@ fn named_in(title: &str, vocabulary: &Vocabulary) -> BTreeSet<String> {
         let digit = t.text.chars().any(|c| c.is_ascii_digit());
         inner || digit || hangul_word(&t.text) || vocabulary.names.contains(&t.lower)
     };
-    (0..tokens.len())
+    let mut named: BTreeSet<String> = (0..tokens.len())
         .filter(|j| tokens.get(*j).is_some_and(strong))
         .filter_map(|j| entity_of(&tokens, j, &marks, &vocabulary.lowercase))
         .map(|(key, _)| key)
-        .collect()
+        .collect();
+    // A company the title names by its marker ("대성관광(주) 제안서 요약").
+    for name in crate::notes::company_names(title) {
+        named.insert(stem(&name.to_lowercase()));
+    }
+    // A title headed by a name before its colon or dash ("Northfield
+    // Mechanical: proposal summary"): capitalised words no passage writes
+    // in lower case.
+    let head = title
+        .split([':', '—', '–'])
+        .next()
+        .filter(|h| h.len() < title.len())
+        .unwrap_or("");
+    let head_words: Vec<&str> = head.split_whitespace().collect();
+    let capitalised = |w: &str| w.chars().next().is_some_and(char::is_uppercase);
+    if (1..=3).contains(&head_words.len()) && head_words.iter().all(|w| capitalised(w)) {
+        for w in head_words {
+            let lower = w.to_lowercase();
+            if lower.chars().all(char::is_alphanumeric)
+                && !vocabulary.lowercase.contains(&lower)
+                && !is_stop_word(&lower)
+                && !listed(NOT_ENTITIES, &lower)
+                && !listed(MONTHS, &lower)
+            {
+                named.insert(lower);
+            }
+        }
+    }
+    named
 }
 
 /// A lexed sentence and what its figures are read against.

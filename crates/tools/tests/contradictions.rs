@@ -433,6 +433,27 @@ fn subjects_named_only_in_titles_are_kept_apart() {
         titled("Support metrics review", mq, "Load test: RAG", mq2).len(),
         1
     );
+    // Each option's own proposal, its subject named only by the title.
+    assert!(
+        titled(
+            "Northfield Mechanical: proposal summary",
+            "**Warranty.** 10-year warranty on compressors, 5 years on all other parts, 2 years on labour.",
+            "Brightwater Energy Services: proposal summary",
+            "**Warranty.** 12 years on compressors, 10 years on other parts, 1 year on labour.",
+        )
+        .is_empty()
+    );
+    assert!(
+        titled(
+            "대성관광(주) 제안서 요약",
+            "**가격.** 대당 월 1,050만 원, 4대 합계 월 4,200만 원(부가세 별도).",
+            "(주)새솔운수 제안서 요약",
+            "**가격.** 45인승은 대당 월 980만 원, 28인승은 월 840만 원, 합계 월 3,780만 원(부가세 별도).",
+        )
+        .is_empty()
+    );
+    // Two meetings' dates measure nothing.
+    assert!(pair("Date: 26 March 2026.", "Date: 2 March 2026.").is_empty());
     let ko = "상담원 1인당 하루 처리 건수는 42건이었다.";
     let ko2 = "상담원 1인당 하루 처리 건수는 38건이었다.";
     assert!(titled("서울 지점 운영", ko, "부산 지점 운영", ko2).is_empty());

@@ -82,7 +82,7 @@ fn search(question: &str, query: String) -> Action {
     Action::Call {
         thought: question.to_owned(),
         tool: "search_notes".to_owned(),
-        args: json!({"query": query, "limit": 5})
+        args: json!({"query": query, "limit": super::SEARCH_LIMIT})
             .as_object()
             .cloned()
             .unwrap_or_default(),

@@ -342,6 +342,15 @@ impl<'a> Lens<'a> {
         let mut quotes: Vec<Quote> = Vec::new();
         for (hit, hit_views) in good.iter().zip(&views) {
             for (passage, (frame, facet)) in hit.passages.iter().zip(hit_views) {
+                // Under "Actions" or "할 일" a line assigns work, it does not
+                // report any ("김혜원: 3년 계약 기준 비용 비교").
+                if self
+                    .lexicon
+                    .heading(&hit.note_id, passage)
+                    .is_some_and(super::sentence::is_agenda_heading)
+                {
+                    continue;
+                }
                 for raw in sentences(passage).into_iter().flat_map(bullet_items) {
                     let sentence = unbulleted(raw);
                     if !is_quotable(raw, sentence)

@@ -54,6 +54,11 @@ pub use verifier::OfflineVerifier;
 /// A search result must score at least this (BM25) to count as evidence.
 pub const MIN_SCORE: f64 = 0.5;
 
+/// Notes a search step asks for: enough that the notes answering a
+/// dimension are among them when notes on other things share its words;
+/// the judge then keeps what is about it.
+pub(crate) const SEARCH_LIMIT: usize = 6;
+
 /// The offline roles over a notes corpus.
 pub fn roles(corpus: Arc<Corpus>) -> Roles {
     let lexicon = Arc::new(Lexicon::new(corpus));

@@ -103,7 +103,7 @@ fn criterion(sub_question: &str) -> String {
 /// A `search_notes` step for one sub-question.
 pub(crate) fn gather_step(id: &str, sub_question: &str, query: &str) -> Step {
     let mut step = Step::new(id, sub_question, "search_notes")
-        .with_args(json!({"query": query, "limit": 5}))
+        .with_args(json!({"query": query, "limit": super::SEARCH_LIMIT}))
         .accept(criterion(sub_question));
     step.agent = Some(AgentType::Gathering);
     step

@@ -530,7 +530,7 @@ impl Lexicon {
             .chain(self.corpus.passages(at).take(2).map(|(text, _)| text))
             .collect::<Vec<_>>()
             .join(" ");
-        for name in super::sentence::company_names(&opening) {
+        for name in stepwise_tools::notes::company_names(&opening) {
             add(&name);
         }
         out
@@ -595,6 +595,13 @@ impl Lexicon {
                 .corpus
                 .passages(at)
                 .any(|(text, _)| super::sentence::sets_aside(text))
+    }
+
+    /// The heading a passage of a note sits under, if any.
+    pub(crate) fn heading(&self, note_id: &str, passage: &str) -> Option<&str> {
+        self.corpus
+            .position(note_id)
+            .and_then(|at| self.heading_of(at, passage))
     }
 
     /// Whether a note names one of the alternatives compared.
@@ -989,8 +996,9 @@ pub(crate) fn about_dimension(
     if whole.is_empty() {
         return false;
     }
-    // A synonym of the whole dimension ("bushels per acre" for crop yield).
-    if sentence.names_dimension(&whole) {
+    // A synonym of the whole dimension ("bushels per acre" for crop yield;
+    // "ease of use", whose "use" is no content word, by all its words).
+    if sentence.names_dimension(&whole) || sentence.names_dimension(&words(dimension)) {
         return true;
     }
     let terms = dimension_terms(dimension);

@@ -123,68 +123,6 @@ pub(crate) fn is_calendar_word(word: &str) -> bool {
     CALENDAR.contains(&word.to_lowercase().as_str())
 }
 
-/// One-syllable particles a Korean name may carry.
-const KO_PARTICLES: &[char] = &[
-    '은', '는', '이', '가', '을', '를', '의', '와', '과', '도', '에',
-];
-
-/// Korean company markers, before or after the name ("(주)온담푸드",
-/// "다온푸드서비스(주)").
-const KO_COMPANY_MARKS: &[&str] = &["(주)", "㈜", "주식회사 ", "(유)", "(사)"];
-
-/// Latin company suffixes after the name ("Meterix Systems LLC").
-const COMPANY_SUFFIXES: &[&str] = &["LLC", "Inc", "Ltd", "Corp", "GmbH", "plc", "PLC", "LLP"];
-
-/// The companies a text names by a company marker: the Hangul word a
-/// Korean marker is attached to, the capitalised words before a Latin
-/// suffix ("Meterix Systems LLC" → Meterix, Systems).
-pub(crate) fn company_names(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for mark in KO_COMPANY_MARKS {
-        for (at, _) in text.match_indices(mark) {
-            let after: String = text[at + mark.len()..]
-                .chars()
-                .take_while(|c| ('\u{AC00}'..='\u{D7A3}').contains(c))
-                .collect();
-            let before: String = {
-                let mut v: Vec<char> = text[..at]
-                    .chars()
-                    .rev()
-                    .take_while(|c| ('\u{AC00}'..='\u{D7A3}').contains(c))
-                    .collect();
-                v.reverse();
-                v.into_iter().collect()
-            };
-            // "(주)온담푸드는": the name without its particle.
-            let after = match after.chars().last() {
-                Some(c) if after.chars().count() >= 3 && KO_PARTICLES.contains(&c) => {
-                    after[..after.len() - c.len_utf8()].to_owned()
-                }
-                _ => after,
-            };
-            for name in [after, before] {
-                if name.chars().count() >= 2 {
-                    out.push(name);
-                }
-            }
-        }
-    }
-    let words: Vec<&str> = text
-        .split(|c: char| c.is_whitespace() || matches!(c, ',' | '.' | '(' | ')'))
-        .filter(|w| !w.is_empty())
-        .collect();
-    for (i, w) in words.iter().enumerate() {
-        if COMPANY_SUFFIXES.contains(w) {
-            for name in words[..i].iter().rev().take(2) {
-                if name.chars().next().is_some_and(|c| c.is_ascii_uppercase()) {
-                    out.push((*name).to_owned());
-                }
-            }
-        }
-    }
-    out
-}
-
 /// Whether a sentence states something: it ends like a sentence (a full
 /// stop, or a Korean ending such as 다/요), not like a byline, a date line
 /// or a table row ("정보보안팀, 5월 28일", "From: Aisha Okafor").
@@ -254,6 +192,8 @@ const DEFERRALS: &[&str] = &[
     "추후 검토",
     "확인하기로",
     "답하기로",
+    "before the committee discusses",
+    "wants to wait for",
     "actions:",
     "**actions.**",
     "next steps:",
@@ -271,6 +211,9 @@ const DISAGREEMENT_REMARKS: &[&str] = &[
     "did not match",
     "numbers differ",
     "figures differ",
+    "to be reconciled",
+    "do not agree",
+    "don't agree",
 ];
 
 /// Whether a text holds one of `cues`, case aside.
@@ -379,7 +322,11 @@ pub(crate) fn dropped_korean_name(sentence: &str) -> Option<String> {
             (!name.is_empty() && name.chars().count() <= 20).then(|| name.to_owned())
         })
         // Or the company it names ("(주)온담푸드는 … 이번 검토에서 제외했다").
-        .or_else(|| company_names(sentence).into_iter().next())
+        .or_else(|| {
+            stepwise_tools::notes::company_names(sentence)
+                .into_iter()
+                .next()
+        })
 }
 
 /// Words that end the name of a dropped option ("Surge valves *on* the
@@ -412,6 +359,33 @@ pub(crate) fn excludes_itself(sentence: &str) -> bool {
 /// Whether a note's title or opening puts the note outside the decision.
 pub(crate) fn out_of_scope(opening: &str) -> bool {
     holds_any(opening, SELF_EXCLUSIONS) || holds_any(opening, SET_ASIDE)
+}
+
+/// Headings of a note's to-do list or open questions (lower case).
+const AGENDA_HEADINGS: &[&str] = &[
+    "actions",
+    "action items",
+    "next steps",
+    "to do",
+    "to-do",
+    "open questions",
+    "follow-up",
+    "follow-ups",
+    "할 일",
+    "후속 조치",
+    "향후 과제",
+    "남은 질문",
+    "다음 회의",
+];
+
+/// Whether a heading heads a to-do list or open questions, whose lines
+/// assign or defer work rather than report it.
+pub(crate) fn is_agenda_heading(heading: &str) -> bool {
+    let h = heading
+        .trim()
+        .trim_matches(|c: char| !c.is_alphanumeric())
+        .to_lowercase();
+    AGENDA_HEADINGS.iter().any(|a| h == *a)
 }
 
 /// Whether a text says its subject was set aside ("We are not pursuing
