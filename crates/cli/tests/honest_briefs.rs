@@ -974,7 +974,7 @@ fn check_corpus(name: &str) {
 
 // ---------------------------------------------------------------- tests
 
-const CORPORA: [&str; 22] = [
+const CORPORA: [&str; 26] = [
     "broker-en",
     "streetlights-en",
     "remote-work-ko",
@@ -997,6 +997,10 @@ const CORPORA: [&str; 22] = [
     "clinic-ko",
     "crm-en",
     "shuttle-ko",
+    "printing-en",
+    "parking-ko",
+    "lms-en",
+    "laundry-ko",
 ];
 
 /// The fixtures mean what their labels say: every labelled note exists,
@@ -1295,4 +1299,26 @@ fn honest_briefs_on_the_crm_en_corpus() {
 #[ignore = "known miss (blind corpus 7): the kickoff's definition '정시 도착은 본사 정문에 8시 50분 전에 도착한 경우로 본다' is cited under 정시성 in the goal-words phrasing; 7 of 8 runs pass in every strategy, pooled precision 97%, coverage 100%; first reading 77% precision, 47% coverage, 3 spurious contradictions (see docs/bench.md)"]
 fn honest_briefs_on_the_shuttle_ko_corpus() {
     check_corpus("shuttle-ko");
+}
+
+#[test]
+fn honest_briefs_on_the_printing_en_corpus() {
+    check_corpus("printing-en");
+}
+
+#[test]
+fn honest_briefs_on_the_parking_ko_corpus() {
+    check_corpus("parking-ko");
+}
+
+#[test]
+#[ignore = "known miss (blind corpus 8): SIS integration (written as Banner, rosters, sync) is found in none of the phrasings but one; 5 of 8 runs pass in every strategy, pooled precision 100%, coverage 79%; first reading 100% precision, 57% coverage (see docs/bench.md)"]
+fn honest_briefs_on_the_lms_en_corpus() {
+    check_corpus("lms-en");
+}
+
+#[test]
+#[ignore = "known miss (blind corpus 8): 공급 안정성 (written as 배송, 예비분, 대체 공장) is found in none of its phrasings, and in the required-sections phrasing a contract review's price lines for 감염성 세탁물 are cited under 감염 관리; 4 of 8 runs pass in every strategy, pooled precision 92%, coverage 71%; first reading 68% precision, 50% coverage (see docs/bench.md)"]
+fn honest_briefs_on_the_laundry_ko_corpus() {
+    check_corpus("laundry-ko");
 }

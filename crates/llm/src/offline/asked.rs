@@ -73,8 +73,26 @@ const ON: &[&str] = &[
 
 /// Korean verbs (stems) that ask for what comes before them.
 const KO_VERBS: &[&str] = &[
-    "검토", "비교", "고려", "평가", "분석", "정리", "살펴", "조사", "확인", "다뤄", "설명",
+    "검토",
+    "비교",
+    "고려",
+    "평가",
+    "분석",
+    "정리",
+    "살펴",
+    "조사",
+    "확인",
+    "다뤄",
+    "설명",
+    "따져",
+    "짚어",
+    "알아봐",
+    "알아보",
 ];
+
+/// Words that make a Korean list a question between alternatives ("A와 B
+/// 중 어느 쪽이 나은지"), not a list of dimensions.
+const KO_WHICH: &[&str] = &["어느", "어떤", "나은지", "좋은지", "나을지", "맞을지"];
 
 /// Korean words that say "in terms of" after a list.
 const KO_ASPECTS: &[&str] = &["측면", "관점", "기준", "면에서", "중심"];
@@ -471,6 +489,18 @@ fn korean_list(clause: &str) -> Option<String> {
         }
         let list = words[..i].join(" ");
         let list = list.trim_end_matches(['을', '를', '의']).to_owned();
+        // "A와 B 중 비용과 위생을": the dimensions follow the alternatives;
+        // "A와 B 중 어느 쪽이 나은지": there are none.
+        let list = match list.rfind(" 중 ") {
+            Some(at) => list[at + " 중 ".len()..].to_owned(),
+            None => list,
+        };
+        if list
+            .split_whitespace()
+            .any(|w| KO_WHICH.iter().any(|q| w.starts_with(q)))
+        {
+            continue;
+        }
         let items = split_items(&list);
         if items.len() >= 2 {
             return Some(list);
@@ -654,6 +684,16 @@ mod tests {
         let a = asked("Weigh TicketLoom against Gatehouse in terms of cost and staff training.");
         assert_eq!(a.dimensions, ["cost", "staff training"]);
         assert_eq!(a.entities, ["TicketLoom", "Gatehouse"]);
+    }
+
+    #[test]
+    fn a_question_between_alternatives_is_no_list_of_dimensions() {
+        let a = asked("세탁 위탁 업체로 크린웨이메디와 한결린넨 중 어느 쪽이 나은지 정리해 줘.");
+        assert!(a.dimensions.is_empty(), "{a:?}");
+        let a = asked(
+            "린넨 세탁을 크린웨이메디에 맡길까, 한결린넨에 맡길까? 비용과 감염 관리를 따져 봐 줘.",
+        );
+        assert_eq!(a.dimensions, ["비용", "감염 관리"]);
     }
 
     #[test]

@@ -18,7 +18,7 @@ use super::MIN_SCORE;
 use super::asked::Asked;
 use super::relevance::{
     BEST_SHARE, GOAL_SHARE, Lexicon, Topic, Wording, about_dimension, answerable, content,
-    coverage, facets,
+    coverage, facets, heading_names,
 };
 use super::search::{Hit, hits, sentences};
 use super::sentence::{bullet_items, holds_any, is_name_word, is_quotable, unbulleted};
@@ -350,6 +350,23 @@ impl<'a> Lens<'a> {
                     .is_some_and(super::sentence::is_agenda_heading)
                 {
                     continue;
+                }
+                // A passage under a heading that names another asked
+                // dimension and not this one ("**단가.**" under 감염 관리) is
+                // evidence on that one.
+                if let Some(d) = self.asked.dimension_of(&step.description)
+                    && let Some(h) = self.lexicon.heading(&hit.note_id, passage)
+                {
+                    let heading = Wording::of(h);
+                    if !heading_names(&heading, d)
+                        && self
+                            .asked
+                            .dimensions
+                            .iter()
+                            .any(|other| other != d && heading_names(&heading, other))
+                    {
+                        continue;
+                    }
                 }
                 for raw in sentences(passage).into_iter().flat_map(bullet_items) {
                     let sentence = unbulleted(raw);

@@ -977,6 +977,14 @@ pub(crate) fn dimension_terms(dimension: &str) -> Vec<String> {
     if key.is_empty() { terms } else { key }
 }
 
+/// Whether a heading names a dimension: every one of its
+/// [`dimension_terms`], or a synonym of the whole.
+pub(crate) fn heading_names(heading: &Wording, dimension: &str) -> bool {
+    let terms = dimension_terms(dimension);
+    (!terms.is_empty() && terms.iter().all(|t| heading.names(t)))
+        || heading.names_dimension(&words(dimension))
+}
+
 /// Whether a sentence of note `note_id` is about `dimension`; what frames
 /// its passage (`frame`: [`Lexicon::frame`]) counts as naming it. A
 /// dimension word is named by itself, a variant or a synonym.

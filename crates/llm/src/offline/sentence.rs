@@ -172,8 +172,7 @@ const DEFERRALS: &[&str] = &[
     "알려 주기로",
     "따로 정하기로",
     "추후 정하기로",
-    "다루지 않았다",
-    "다루지 않기로",
+    "다루지 않",
     "논의하기로",
     "다음 회의",
     "추후 논의",
@@ -194,6 +193,8 @@ const DEFERRALS: &[&str] = &[
     "답하기로",
     "before the committee discusses",
     "wants to wait for",
+    "내기로",
+    "제출하기로",
     "actions:",
     "**actions.**",
     "next steps:",
@@ -258,7 +259,33 @@ const SET_ASIDE: &[&str] = &[
 /// Whether `sentence` (`raw` without its list marker) may be quoted: a
 /// statement, or a list item of three words or more, that neither defers
 /// its topic nor puts itself outside the decision.
+/// Words for a meeting's refreshments: with a meeting named, a sentence
+/// about them ("회의 도시락 비용 18만 원은 총무팀 운영비로 처리했다") is
+/// about the meeting, not the decision.
+const REFRESHMENTS: &[&str] = &[
+    "다과",
+    "도시락",
+    "간식",
+    "snacks",
+    "refreshments",
+    "catering",
+    "coffee",
+    "pizza",
+    "sandwiches",
+];
+
+/// Words that name a meeting.
+const MEETINGS: &[&str] = &["회의", "meeting", "committee", "session"];
+
+/// Whether a sentence is about the meeting's own refreshments.
+fn about_refreshments(sentence: &str) -> bool {
+    holds_any(sentence, REFRESHMENTS) && holds_any(sentence, MEETINGS)
+}
+
 pub(crate) fn is_quotable(raw: &str, sentence: &str) -> bool {
+    if about_refreshments(sentence) {
+        return false;
+    }
     // A list item states its fact without a full stop.
     let item = sentence.len() < raw.len()
         && sentence.split_whitespace().count() >= 3
@@ -492,6 +519,20 @@ mod tests {
             ),
         ] {
             assert_eq!(is_statement(sentence), quotable, "{sentence}");
+        }
+    }
+
+    #[test]
+    fn meetings_refreshments_and_to_do_lists_are_not_evidence() {
+        let snack = "회의 도시락 비용 18만 원은 총무팀 운영비로 처리했다.";
+        assert!(!is_quotable(snack, snack));
+        let price = "학생 정식 4,500원, 교직원 정식 6,000원";
+        assert!(is_quotable(&format!("- {price}"), price));
+        for heading in ["할 일", "Actions", "**Next steps**", "남은 질문"] {
+            assert!(is_agenda_heading(heading), "{heading}");
+        }
+        for heading in ["가격", "Schedule", "추진 일정"] {
+            assert!(!is_agenda_heading(heading), "{heading}");
         }
     }
 
