@@ -974,7 +974,7 @@ fn check_corpus(name: &str) {
 
 // ---------------------------------------------------------------- tests
 
-const CORPORA: [&str; 26] = [
+const CORPORA: [&str; 30] = [
     "broker-en",
     "streetlights-en",
     "remote-work-ko",
@@ -1001,6 +1001,10 @@ const CORPORA: [&str; 26] = [
     "parking-ko",
     "lms-en",
     "laundry-ko",
+    "fleet-telematics-en",
+    "pharmacy-ko",
+    "coworking-en",
+    "recycling-ko",
 ];
 
 /// The fixtures mean what their labels say: every labelled note exists,
@@ -1321,4 +1325,28 @@ fn honest_briefs_on_the_lms_en_corpus() {
 #[ignore = "known miss (blind corpus 8): 공급 안정성 (written as 배송, 예비분, 대체 공장) is found in none of its phrasings, and in the required-sections phrasing a contract review's price lines for 감염성 세탁물 are cited under 감염 관리; 4 of 8 runs pass in every strategy, pooled precision 92%, coverage 71%; first reading 68% precision, 50% coverage (see docs/bench.md)"]
 fn honest_briefs_on_the_laundry_ko_corpus() {
     check_corpus("laundry-ko");
+}
+
+#[test]
+#[ignore = "known miss (blind corpus 9, not tuned on): coverage (the notes' network words) and driver privacy are rarely found; 2 of 8 runs pass in every strategy, pooled precision 100%, coverage 43%; first reading 83% precision, 43% coverage (see docs/bench.md)"]
+fn honest_briefs_on_the_fleet_telematics_en_corpus() {
+    check_corpus("fleet-telematics-en");
+}
+
+#[test]
+#[ignore = "known miss (blind corpus 9, not tuned on): EMR 연동 is found in none of its phrasings, and in the comparison-dimensions phrasing the outpatient dispensing project's cost (outpatient-atc) is cited under 비용; 3 of 8 runs pass in every strategy, pooled precision 97%, coverage 71% (see docs/bench.md)"]
+fn honest_briefs_on_the_pharmacy_ko_corpus() {
+    check_corpus("pharmacy-ko");
+}
+
+#[test]
+#[ignore = "known miss (blind corpus 9, not tuned on): commute is found in none of the phrasings but one, and 'one fibre cut cost us a full day' is cited under cost; 4 of 8 runs pass in every strategy, pooled precision 97%, coverage 79% (see docs/bench.md)"]
+fn honest_briefs_on_the_coworking_en_corpus() {
+    check_corpus("coworking-en");
+}
+
+#[test]
+#[ignore = "known miss (blind corpus 9, not tuned on): in the comparison-dimensions phrasing, which names neither contractor, the food-waste contract's note (food-waste-contract, another contract) is cited under 비용 and 민원 대응; 7 of 8 runs pass in every strategy, pooled precision 94%, coverage 100%; first reading 84% precision (see docs/bench.md)"]
+fn honest_briefs_on_the_recycling_ko_corpus() {
+    check_corpus("recycling-ko");
 }

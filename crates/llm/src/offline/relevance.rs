@@ -210,6 +210,10 @@ pub struct Lexicon {
     subjects: Mutex<HashMap<Vec<String>, Arc<Vec<String>>>>,
     /// See [`Lexicon::main_parties`].
     main_parties: OnceLock<Vec<String>>,
+    /// By note position: its [`parties`](Lexicon::parties), once asked.
+    parties: Vec<OnceLock<Vec<String>>>,
+    /// Latin word → whether some note writes it in lower case, once asked.
+    lowercase: Mutex<HashMap<String, bool>>,
 }
 
 /// What the notes say about one term (a stem).
@@ -243,9 +247,6 @@ struct Built {
     /// Names quoted in a Korean sentence saying an option was dropped
     /// ("'휙'이 낸 협약 방식은 … 이번 검토에서 제외했다"), as written.
     dropped_names: Vec<String>,
-    /// Latin words some note writes in lower case ("greenhouse", "survey"):
-    /// a capitalised title word that is not one of them is a name.
-    lowercase: std::collections::HashSet<String>,
 }
 
 impl Lexicon {
@@ -261,6 +262,8 @@ impl Lexicon {
             own_subject: (0..n).map(|_| OnceLock::new()).collect(),
             subjects: Mutex::new(HashMap::new()),
             main_parties: OnceLock::new(),
+            parties: (0..n).map(|_| OnceLock::new()).collect(),
+            lowercase: Mutex::new(HashMap::new()),
         }
     }
 
@@ -303,15 +306,6 @@ impl Lexicon {
             all.sort_by(f64::total_cmp);
             b.median_cohesion = all.get(all.len() / 2).copied().unwrap_or(0.0);
             (b.dropped, b.dropped_names) = self.dropped_options();
-            for note in self.corpus.notes() {
-                for text in [&note.title, &note.text] {
-                    for w in text.split(|c: char| !c.is_ascii_alphanumeric()) {
-                        if !w.is_empty() && w.bytes().all(|c| c.is_ascii_lowercase()) {
-                            b.lowercase.insert(w.to_owned());
-                        }
-                    }
-                }
-            }
             b
         })
     }
@@ -499,9 +493,46 @@ impl Lexicon {
     /// Pub/Sub, Tallyworks; not an email's sender line) and the companies
     /// its opening names ("(주)온담푸드", "소담키친(주)", "Arctis Ltd"), each
     /// as its stems.
-    fn parties(&self, at: usize) -> Vec<String> {
+    fn parties(&self, at: usize) -> &[String] {
+        self.parties[at].get_or_init(|| self.parties_uncached(at))
+    }
+
+    /// Whether some note writes a Latin word in lower case ("greenhouse",
+    /// "survey"): a capitalised title word that none does is a name. Only
+    /// the notes that use the word are read (at most 200), once per word.
+    fn written_lowercase(&self, word: &str) -> bool {
+        let lower = word.to_lowercase();
+        if let Some(&known) = self
+            .lowercase
+            .lock()
+            .ok()
+            .and_then(|m| m.get(&lower).copied())
+            .as_ref()
+        {
+            return known;
+        }
+        let vocabulary = self.corpus.vocabulary();
+        let notes = self.corpus.notes();
+        let found = vocabulary.stem_id(&stem(&lower)).is_some_and(|id| {
+            // A name of more than a couple of hundred notes is no minor
+            // party; reading that many settles whether it is a name.
+            vocabulary.stem_notes(id).iter().take(200).any(|&at| {
+                notes.get(at as usize).is_some_and(|note| {
+                    [&note.title, &note.text].iter().any(|text| {
+                        text.split(|c: char| !c.is_ascii_alphanumeric())
+                            .any(|w| w == lower)
+                    })
+                })
+            })
+        });
+        if let Ok(mut m) = self.lowercase.lock() {
+            m.insert(lower, found);
+        }
+        found
+    }
+
+    fn parties_uncached(&self, at: usize) -> Vec<String> {
         let note = &self.corpus.notes()[at];
-        let b = self.built();
         let mut out: Vec<String> = Vec::new();
         let mut add = |w: &str| {
             let s = stem(w);
@@ -520,7 +551,7 @@ impl Lexicon {
                 if capitalised
                     && w.chars().count() >= 3
                     && !super::sentence::is_calendar_word(w)
-                    && !b.lowercase.contains(&w.to_lowercase())
+                    && !self.written_lowercase(w)
                 {
                     add(w);
                 }
@@ -551,8 +582,9 @@ impl Lexicon {
     fn minor_parties(&self, at: usize) -> Vec<String> {
         let few = (self.corpus.len() / 4).max(2);
         self.parties(at)
-            .into_iter()
+            .iter()
             .filter(|p| self.notes_using(p) <= few)
+            .cloned()
             .collect()
     }
 
@@ -569,7 +601,7 @@ impl Lexicon {
             let mut named: HashMap<String, usize> = HashMap::new();
             for at in 0..n {
                 for p in self.parties(at) {
-                    *named.entry(p).or_default() += 1;
+                    *named.entry(p.clone()).or_default() += 1;
                 }
             }
             let mut out: Vec<String> = named
