@@ -49,7 +49,7 @@ use serde_json::Value;
 use stepwise_core::{Effects, Tool, ToolContext, ToolError};
 
 use crate::notes::sentences;
-use crate::notes::stem::{mentions, stem, words};
+use crate::notes::stem::{is_hangul, mentions, stem, words};
 use crate::notes::tokenize::{is_cjk, is_stop_word};
 
 /// Most contradictions reported.
@@ -427,10 +427,6 @@ fn number_word(word: &str) -> Option<u32> {
 fn ordinal_word(word: &str) -> Option<u32> {
     let n = list(ORDINAL_WORDS).position(|w| w == word)?;
     u32::try_from(n + 1).ok()
-}
-
-fn is_hangul(c: char) -> bool {
-    matches!(c, '\u{AC00}'..='\u{D7A3}')
 }
 
 fn hangul_word(word: &str) -> bool {

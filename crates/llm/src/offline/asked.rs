@@ -71,8 +71,9 @@ const ON: &[&str] = &[
     " against ",
 ];
 
-/// Korean verbs (stems) that ask for what comes before them.
-const KO_VERBS: &[&str] = &[
+/// Korean verbs (stems) that ask for what comes before them; task words
+/// to relevance too ([`super::relevance::is_task_word`]).
+pub(crate) const KO_VERBS: &[&str] = &[
     "검토",
     "비교",
     "고려",

@@ -313,8 +313,8 @@ impl<'a> Lens<'a> {
             _ => Vec::new(),
         };
         let facets = self.facets_of(&step.description);
-        let quantity = self.asked.dimension_of(&step.description).is_none()
-            && asks_quantity(&step.description);
+        let dimension = self.asked.dimension_of(&step.description);
+        let quantity = dimension.is_none() && asks_quantity(&step.description);
         // What frames each passage, its best facet and that facet's
         // coverage; the best coverage of all.
         let views: Vec<Vec<(Wording, Option<FacetCover<'_>>)>> = good
@@ -342,30 +342,26 @@ impl<'a> Lens<'a> {
         let mut quotes: Vec<Quote> = Vec::new();
         for (hit, hit_views) in good.iter().zip(&views) {
             for (passage, (frame, facet)) in hit.passages.iter().zip(hit_views) {
-                // Under "Actions" or "할 일" a line assigns work, it does not
-                // report any ("김혜원: 3년 계약 기준 비용 비교").
-                if self
-                    .lexicon
-                    .heading(&hit.note_id, passage)
-                    .is_some_and(super::sentence::is_agenda_heading)
-                {
-                    continue;
-                }
-                // A passage under a heading that names another asked
-                // dimension and not this one ("**단가.**" under 감염 관리) is
-                // evidence on that one.
-                if let Some(d) = self.asked.dimension_of(&step.description)
-                    && let Some(h) = self.lexicon.heading(&hit.note_id, passage)
-                {
-                    let heading = Wording::of(h);
-                    if !heading_names(&heading, d)
-                        && self
-                            .asked
-                            .dimensions
-                            .iter()
-                            .any(|other| other != d && heading_names(&heading, other))
-                    {
+                if let Some(h) = self.lexicon.heading(&hit.note_id, passage) {
+                    // Under "Actions" or "할 일" a line assigns work, it does
+                    // not report any ("김혜원: 3년 계약 기준 비용 비교").
+                    if super::sentence::is_agenda_heading(h) {
                         continue;
+                    }
+                    // A passage under a heading that names another asked
+                    // dimension and not this one ("**단가.**" under 감염
+                    // 관리) is evidence on that one.
+                    if let Some(d) = dimension {
+                        let heading = Wording::of(h);
+                        if !heading_names(&heading, d)
+                            && self
+                                .asked
+                                .dimensions
+                                .iter()
+                                .any(|other| other != d && heading_names(&heading, other))
+                        {
+                            continue;
+                        }
                     }
                 }
                 for raw in sentences(passage).into_iter().flat_map(bullet_items) {
@@ -404,15 +400,8 @@ impl<'a> Lens<'a> {
         Judgement {
             good,
             quotes,
-            dimension: self
-                .asked
-                .dimension_of(&step.description)
-                .map(str::to_owned),
-            question: self
-                .asked
-                .dimension_of(&step.description)
-                .unwrap_or(&step.description)
-                .to_owned(),
+            dimension: dimension.map(str::to_owned),
+            question: dimension.unwrap_or(&step.description).to_owned(),
         }
     }
 }

@@ -150,18 +150,9 @@ const TASK_WORDS: &[&str] = &[
     "write",
 ];
 
-/// Korean words (stems, prefixes) that say what to do.
+/// Korean words (stems, prefixes) that say what to do, besides the verbs
+/// that ask for a list ([`super::asked::KO_VERBS`]).
 const KO_TASK_PREFIXES: &[&str] = &[
-    "검토",
-    "비교",
-    "고려",
-    "평가",
-    "분석",
-    "정리",
-    "살펴",
-    "조사",
-    "확인",
-    "설명",
     "해야",
     "하는가",
     "할지",
@@ -179,7 +170,10 @@ pub(crate) fn is_task_word(s: &str) -> bool {
     STEMS
         .get_or_init(|| TASK_WORDS.iter().map(|t| stem(t)).collect())
         .contains(s)
-        || KO_TASK_PREFIXES.iter().any(|p| s.starts_with(p))
+        || KO_TASK_PREFIXES
+            .iter()
+            .chain(super::asked::KO_VERBS)
+            .any(|p| s.starts_with(p))
 }
 
 /// The content stems of a text: [`words`] without task words.
@@ -573,19 +567,10 @@ impl Lexicon {
     /// names none of the alternatives. The organisation's own name, which
     /// most notes use, is no such party.
     fn about_another_party(&self, topic: &Topic, at: usize) -> bool {
-        let goal = words(&topic.goal);
-        self.minor_parties(at).iter().any(|p| !mentions(&goal, p))
-    }
-
-    /// The note's [`parties`](Self::parties) that few notes use (at most a
-    /// quarter, or two).
-    fn minor_parties(&self, at: usize) -> Vec<String> {
         let few = (self.corpus.len() / 4).max(2);
         self.parties(at)
             .iter()
-            .filter(|p| self.notes_using(p) <= few)
-            .cloned()
-            .collect()
+            .any(|p| self.notes_using(p) <= few && !mentions(&topic.goal_words, p))
     }
 
     /// The parties the notes keep naming (more than a few notes, not
@@ -617,12 +602,11 @@ impl Lexicon {
         })
     }
 
-    /// Whether a note by or about a minor party says anywhere that the
-    /// party's option is set aside ("Google Cloud Pub/Sub quote … We are
+    /// Whether a note by or about another party ([`about_another_party`](Self::about_another_party))
+    /// says anywhere that the party's option is set aside ("Google Cloud Pub/Sub quote … We are
     /// not pursuing it"), unless the goal names that party.
     fn sets_its_party_aside(&self, topic: &Topic, at: usize) -> bool {
-        let goal = words(&topic.goal);
-        self.minor_parties(at).iter().any(|p| !mentions(&goal, p))
+        self.about_another_party(topic, at)
             && self
                 .corpus
                 .passages(at)
@@ -838,25 +822,24 @@ impl Lexicon {
         // "Brenmoor, AquaSense or FlowPoint" — tells no note apart.)
         // A goal that names no alternative ("Which payroll vendor should
         // replace Keystone?") compares the parties the notes keep naming.
-        let most = self.corpus.len() * 3 / 4;
-        let distinctive: Vec<Vec<String>> = if topic.entities.is_empty() {
-            self.main_parties()
-                .iter()
-                .map(|p| vec![p.clone()])
-                .collect()
-        } else {
-            topic
-                .entities
-                .iter()
-                .filter(|e| e.iter().any(|t| self.notes_using(t) <= most))
-                .cloned()
-                .collect()
-        };
-        if !distinctive.is_empty()
-            && !names(&distinctive)
-            && (self.about_another_party(topic, at) || self.has_own_subject(at))
-        {
-            return false;
+        if self.about_another_party(topic, at) || self.has_own_subject(at) {
+            let most = self.corpus.len() * 3 / 4;
+            let distinctive: Vec<Vec<String>> = if topic.entities.is_empty() {
+                self.main_parties()
+                    .iter()
+                    .map(|p| vec![p.clone()])
+                    .collect()
+            } else {
+                topic
+                    .entities
+                    .iter()
+                    .filter(|e| e.iter().any(|t| self.notes_using(t) <= most))
+                    .cloned()
+                    .collect()
+            };
+            if !distinctive.is_empty() && !names(&distinctive) {
+                return false;
+            }
         }
         if !self.on_subject(topic, at) {
             return false;
@@ -904,6 +887,8 @@ pub(crate) struct Topic {
     pub(crate) named: Vec<Vec<String>>,
     /// The goal as written.
     pub(crate) goal: String,
+    /// The goal's stems, every word (task words too).
+    pub(crate) goal_words: Vec<String>,
 }
 
 impl Topic {
@@ -937,6 +922,7 @@ impl Topic {
                 .map(|e| content(e))
                 .collect(),
             goal: goal.to_owned(),
+            goal_words: words(goal),
         }
     }
 }

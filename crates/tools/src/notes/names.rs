@@ -2,6 +2,8 @@
 //! "다온푸드서비스(주)", "Meterix Systems LLC". Read by the offline roles (a
 //! note by another party) and by `compare_results` (a note's subject).
 
+use super::stem::is_hangul;
+
 /// One-syllable particles a Korean name may carry.
 const KO_PARTICLES: &[char] = &[
     '은', '는', '이', '가', '을', '를', '의', '와', '과', '도', '에',
@@ -23,13 +25,13 @@ pub fn company_names(text: &str) -> Vec<String> {
         for (at, _) in text.match_indices(mark) {
             let after: String = text[at + mark.len()..]
                 .chars()
-                .take_while(|c| ('\u{AC00}'..='\u{D7A3}').contains(c))
+                .take_while(|&c| is_hangul(c))
                 .collect();
             let before: String = {
                 let mut v: Vec<char> = text[..at]
                     .chars()
                     .rev()
-                    .take_while(|c| ('\u{AC00}'..='\u{D7A3}').contains(c))
+                    .take_while(|&c| is_hangul(c))
                     .collect();
                 v.reverse();
                 v.into_iter().collect()

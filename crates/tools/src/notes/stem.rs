@@ -95,7 +95,8 @@ fn english() -> &'static Stemmer {
     STEMMER.get_or_init(|| Stemmer::create(Algorithm::English))
 }
 
-fn is_hangul(c: char) -> bool {
+/// Whether a character is a Hangul syllable.
+pub(crate) fn is_hangul(c: char) -> bool {
     matches!(c, '\u{AC00}'..='\u{D7A3}')
 }
 
