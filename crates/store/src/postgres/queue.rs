@@ -225,45 +225,57 @@ async fn waiting(inner: &Inner) -> Result<Vec<RunId>, Fail> {
 async fn claim(inner: &Inner, worker: &str, n: usize, ttl_ms: u64) -> Result<Vec<Job>, Fail> {
     let mut conn = inner.pool.get().await?;
     let tx = conn.transaction().await?;
-    let limit = i64::try_from(n).unwrap_or(i64::MAX);
-    let rows = tx
-        .query(
-            "SELECT j.run_id, j.spec::text FROM stepwise.jobs j
-             LEFT JOIN stepwise.leases l ON l.run_id = j.run_id
-             WHERE j.state <> 'done'
-               AND (l.holder IS NULL OR l.until <= clock_timestamp())
-             ORDER BY j.enqueued_at, j.run_id
-             LIMIT $1
-             FOR UPDATE OF j SKIP LOCKED",
-            &[&limit],
-        )
-        .await?;
-    let mut jobs = Vec::with_capacity(rows.len());
-    for row in rows {
-        let run: String = row.get(0);
-        if !lease_row_free(&tx, &run).await? {
-            continue;
-        }
-        // Someone (a `stepwise resume`) may have taken the lease since the
-        // join read it; the grant re-checks under the row's lock.
-        let Some(lease) = grant(&tx, &run, worker, ttl_ms).await? else {
-            continue;
-        };
-        let claims: i32 = tx
-            .query_one(
-                "UPDATE stepwise.jobs SET state = 'claimed', claimed_by = $2,
-                        claimed_at = clock_timestamp(), claims = claims + 1
-                 WHERE run_id = $1 RETURNING claims",
-                &[&run, &worker],
+    let mut jobs = Vec::with_capacity(n);
+    // Runs passed by (lease row locked, or taken meanwhile) do not count
+    // against `n`: the next candidates are read past them, so one run frozen
+    // at the head of the queue never stops a worker with one free slot.
+    let mut passed: Vec<String> = Vec::new();
+    while jobs.len() < n {
+        let limit = i64::try_from(n - jobs.len()).unwrap_or(i64::MAX);
+        let rows = tx
+            .query(
+                "SELECT j.run_id, j.spec::text FROM stepwise.jobs j
+                 LEFT JOIN stepwise.leases l ON l.run_id = j.run_id
+                 WHERE j.state <> 'done'
+                   AND (l.holder IS NULL OR l.until <= clock_timestamp())
+                   AND NOT (j.run_id = ANY($2))
+                 ORDER BY j.enqueued_at, j.run_id
+                 LIMIT $1
+                 FOR UPDATE OF j SKIP LOCKED",
+                &[&limit, &passed],
             )
-            .await?
-            .get(0);
-        jobs.push(Job {
-            run: RunId(run),
-            spec: from_json(row.get(1), "job spec")?,
-            lease,
-            claims: u32::try_from(claims).unwrap_or(0),
-        });
+            .await?;
+        if rows.is_empty() {
+            break;
+        }
+        for row in rows {
+            let run: String = row.get(0);
+            if !lease_row_free(&tx, &run).await? {
+                passed.push(run);
+                continue;
+            }
+            // Someone (a `stepwise resume`) may have taken the lease since the
+            // join read it; the grant re-checks under the row's lock.
+            let Some(lease) = grant(&tx, &run, worker, ttl_ms).await? else {
+                passed.push(run);
+                continue;
+            };
+            let claims: i32 = tx
+                .query_one(
+                    "UPDATE stepwise.jobs SET state = 'claimed', claimed_by = $2,
+                            claimed_at = clock_timestamp(), claims = claims + 1
+                     WHERE run_id = $1 RETURNING claims",
+                    &[&run, &worker],
+                )
+                .await?
+                .get(0);
+            jobs.push(Job {
+                run: RunId(run),
+                spec: from_json(row.get(1), "job spec")?,
+                lease,
+                claims: u32::try_from(claims).unwrap_or(0),
+            });
+        }
     }
     tx.commit().await?;
     Ok(jobs)
