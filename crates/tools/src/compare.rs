@@ -1563,6 +1563,10 @@ struct Vocabulary {
     /// Words (lowercased) written capitalised inside a sentence somewhere:
     /// names the notes use ("on Kafka", "the Seoul office").
     names: BTreeSet<String>,
+    /// Korean companies some sentence or title names by their marker
+    /// ("(주)한솔유니폼"): a title naming one bare ("평택2공장 통화 메모
+    /// (한솔유니폼 사용 경험)") names that subject.
+    companies: BTreeSet<String>,
 }
 
 impl Vocabulary {
@@ -1582,7 +1586,17 @@ impl Vocabulary {
             })
             .map(|t| t.lower)
             .collect();
-        Self { lowercase, names }
+        Self {
+            lowercase,
+            names,
+            companies: BTreeSet::new(),
+        }
+    }
+
+    /// Also learns the companies `texts` name by their marker.
+    fn with_companies<'a>(mut self, texts: impl Iterator<Item = &'a str>) -> Self {
+        self.companies = texts.flat_map(crate::notes::company_names).collect();
+        self
     }
 }
 
@@ -1606,6 +1620,13 @@ fn named_in(title: &str, vocabulary: &Vocabulary) -> BTreeSet<String> {
         .collect();
     // A company the title names by its marker ("대성관광(주) 제안서 요약").
     for name in crate::notes::company_names(title) {
+        named.insert(stem(&name.to_lowercase()));
+    }
+    for name in vocabulary
+        .companies
+        .iter()
+        .filter(|c| title.contains(c.as_str()))
+    {
         named.insert(stem(&name.to_lowercase()));
     }
     // A title headed by a name before its colon or dash ("Northfield
@@ -2187,7 +2208,11 @@ pub fn compare(results: &[Value]) -> CompareResultsOutput {
         .filter(|s| s.found_by.len() > 1)
         .map(|s| s.note_id.clone())
         .collect();
-    let vocabulary = Vocabulary::of(said.iter().map(|(_, s)| s.as_str()));
+    let vocabulary = Vocabulary::of(said.iter().map(|(_, s)| s.as_str())).with_companies(
+        said.iter()
+            .map(|(_, s)| s.as_str())
+            .chain(sources.iter().map(|s| s.title.as_str())),
+    );
     let title_of = |note: &str| {
         sources
             .iter()
@@ -2548,5 +2573,28 @@ mod tests {
         assert_eq!(found("Load test: MSK", "RabbitMQ spike"), 0);
         assert_eq!(found("Load test: MSK", "MSK retest"), 1);
         assert_eq!(found("Load test notes", "Retest notes"), 1);
+    }
+
+    #[test]
+    fn a_title_naming_a_company_bare_names_that_subject() {
+        let hit = |id: &str, title: &str, p: &str| json!({"note_id": id, "title": title, "score": 1.0, "passages": [p]});
+        let found = |t1: &str, t2: &str| {
+            compare(&[json!({"query": "q", "results": [
+                hit("a", t1, "동계 상의 단가는 27,000원(부가세 포함)이었다."),
+                hit("b", t2, "동계 상의 단가는 24,000원(부가세 포함)."),
+                hit("c", "업체 목록", "후보는 (주)한솔유니폼과 (주)청우복장이다."),
+            ]})])
+            .contradictions
+            .len()
+        };
+        // 한솔유니폼 has no marker in the first title, but a note names it by one.
+        assert_eq!(
+            found("평택 통화 메모 (한솔유니폼 사용 경험)", "(주)청우복장 견적"),
+            0
+        );
+        assert_eq!(
+            found("평택 통화 메모 (한솔유니폼 사용 경험)", "한솔유니폼 재견적"),
+            1
+        );
     }
 }

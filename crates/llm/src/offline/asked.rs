@@ -403,6 +403,21 @@ fn alternatives(clause: &str) -> Vec<String> {
         if let Some(first) = items.first_mut() {
             *first = tail_words(first);
         }
+        // "Which agency should localize Brightplan, Verbatim or Kestrel?":
+        // asked which one, the words before the first comma are the verb
+        // and its object, not an alternative ("localize Brightplan").
+        let which = clause
+            .split_whitespace()
+            .next()
+            .is_some_and(|w| matches!(w.to_lowercase().as_str(), "which" | "who"));
+        if which
+            && items.len() >= 2
+            && items[0]
+                .split_whitespace()
+                .any(|w| w.chars().next().is_some_and(char::is_lowercase))
+        {
+            items.remove(0);
+        }
         let last = head_words(after);
         items.push(last);
         out.extend(
@@ -560,14 +575,16 @@ fn split_items(list: &str) -> Vec<String> {
             .flat_map(|p| p.split(sep).map(str::to_owned).collect::<Vec<_>>())
             .collect();
     }
-    // "비용과 보안": a word-final 와/과 joins two items.
+    // "비용과 보안", "납기랑 정전기 방지": a word-final 와/과/랑 joins two
+    // items (이랑 loses its 이 with the particles, in clean_item).
     let parts: Vec<String> = parts
         .into_iter()
         .flat_map(|p| {
             let mut out = Vec::new();
             let mut current: Vec<&str> = Vec::new();
             for w in p.split_whitespace() {
-                let joins = (w.ends_with('와') || w.ends_with('과')) && w.chars().count() >= 3;
+                let joins = (w.ends_with('와') || w.ends_with('과') || w.ends_with('랑'))
+                    && w.chars().count() >= 3;
                 if joins {
                     let cut = w.char_indices().last().map_or(w.len(), |(i, _)| i);
                     current.push(&w[..cut]);
@@ -698,6 +715,19 @@ mod tests {
     }
 
     #[test]
+    fn asked_which_the_verb_and_its_object_are_no_alternative() {
+        let a = asked(
+            "Which agency should localize Brightplan, Verbatim Localization or Kestrel Language Services? Consider cost and turnaround.",
+        );
+        assert_eq!(
+            a.entities,
+            ["Verbatim Localization", "Kestrel Language Services"]
+        );
+        let a = asked("Should we use Kafka, RabbitMQ or SQS? Consider cost.");
+        assert_eq!(a.entities, ["Kafka", "RabbitMQ", "SQS"]);
+    }
+
+    #[test]
     fn how_do_they_compare_on() {
         let a = asked("How do Northway and ColdRoute compare on breakdown response and insurance?");
         assert_eq!(a.dimensions, ["breakdown response", "insurance"]);
@@ -766,6 +796,10 @@ mod tests {
         assert_eq!(a.entities, ["공단 직영", "민간 위탁"]);
         let a = asked("학생식당을 다온푸드서비스에 맡기면 어떨까? 고용 승계와 메뉴 만족도는?");
         assert_eq!(a.dimensions, ["고용 승계", "메뉴 만족도"]);
+        let a = asked("작업복을 한솔유니폼으로 하면 어때? 납기랑 정전기 방지는?");
+        assert_eq!(a.dimensions, ["납기", "정전기 방지"]);
+        let a = asked("비용이랑 소음은?");
+        assert_eq!(a.dimensions, ["비용", "소음"]);
         let a = asked("서하구는 공공자전거를 직영해야 하는가?");
         assert!(a.dimensions.is_empty(), "{:?}", a.dimensions);
         let a = asked("EMR 인프라 교체안을 비용·응답 속도·탄소 배출 기준으로 평가해 줘.");

@@ -218,12 +218,20 @@ impl<'a> Lens<'a> {
             // or what it says of an alternative (in it, or in what frames
             // it). "회의 다과 비용은 학생처 운영비로 처리했다" (a meeting's
             // snacks) names the cost and says nothing of the decision.
-            let anchored = sentence.has_figure()
-                || self.topic.entities.is_empty()
-                || self.topic.names_an_entity(ws)
+            let of_an_alternative = self.topic.names_an_entity(ws)
                 || self.topic.names_an_entity(&frame.stems)
                 || self.lexicon.names_an_entity_in(&self.topic, note_id);
-            return anchored && about_dimension(self.lexicon, d, &sentence.wording, frame, note_id);
+            let anchored =
+                sentence.has_figure() || self.topic.entities.is_empty() || of_an_alternative;
+            return anchored
+                && about_dimension(
+                    self.lexicon,
+                    d,
+                    &sentence.wording,
+                    frame,
+                    note_id,
+                    of_an_alternative,
+                );
         }
         if !self.lexicon.cohesive(note_id) && !self.topic.names_an_entity(ws) {
             return false;

@@ -885,6 +885,10 @@ pub(crate) struct Topic {
     pub(crate) context: Vec<String>,
     /// The alternatives written as names (Kafka, Ledgerline), as stems.
     pub(crate) named: Vec<Vec<String>>,
+    /// The leading name of an alternative written in several capitalised
+    /// words ("Stratus" of "Stratus Backup Business"), which notes use on
+    /// its own; none when two alternatives share it.
+    brands: Vec<String>,
     /// The goal as written.
     pub(crate) goal: String,
     /// The goal's stems, every word (task words too).
@@ -902,6 +906,7 @@ impl Topic {
         self.entities
             .iter()
             .any(|e| !e.is_empty() && e.iter().all(|t| mentions(t)))
+            || self.brands.iter().any(|b| mentions(b))
     }
 
     /// The topic of a goal and what it asks.
@@ -921,10 +926,33 @@ impl Topic {
                 .filter(|e| e.split_whitespace().any(super::sentence::is_name_word))
                 .map(|e| content(e))
                 .collect(),
+            brands: brands(&asked.entities, &dimension_words),
             goal: goal.to_owned(),
             goal_words: words(goal),
         }
     }
+}
+
+/// See [`Topic::brands`].
+fn brands(entities: &[String], dimension_words: &[String]) -> Vec<String> {
+    let lead = |e: &String| {
+        let ws: Vec<&str> = e.split_whitespace().collect();
+        (ws.len() >= 2 && ws.iter().all(|w| super::sentence::is_name_word(w)))
+            .then(|| stem(&ws[0].to_lowercase()))
+    };
+    let leads: Vec<String> = entities.iter().filter_map(lead).collect();
+    let firsts: Vec<String> = entities
+        .iter()
+        .filter_map(|e| e.split_whitespace().next().map(|w| stem(&w.to_lowercase())))
+        .collect();
+    leads
+        .into_iter()
+        .filter(|b| {
+            b.chars().count() >= 3
+                && firsts.iter().filter(|f| *f == b).count() == 1
+                && !dimension_words.contains(b)
+        })
+        .collect()
 }
 
 /// A text as relevance reads it: its stems, and its words as written (for
@@ -949,6 +977,30 @@ impl Wording {
         mentions(&self.stems, term) || synonyms::says(term, &self.surface, &self.stems)
     }
 
+    /// Whether it gives a duration: a number with a unit of time ("3 h 50
+    /// min", "2 business days", "45분", "3~4주").
+    fn has_duration(&self) -> bool {
+        const UNITS: &[&str] = &[
+            "s", "sec", "secs", "second", "seconds", "min", "mins", "minute", "minutes", "h", "hr",
+            "hrs", "hour", "hours", "day", "days", "week", "weeks", "month", "months", "business",
+            "working",
+        ];
+        const KO_UNITS: &[&str] = &["초", "분", "시간", "일", "주", "개월", "영업일"];
+        self.surface.iter().enumerate().any(|(i, w)| {
+            let digits = w.trim_start_matches(|c: char| c.is_ascii_digit());
+            if digits.len() == w.len() {
+                return false;
+            }
+            if digits.is_empty() {
+                return self
+                    .surface
+                    .get(i + 1)
+                    .is_some_and(|u| UNITS.contains(&u.as_str()));
+            }
+            UNITS.contains(&digits) || KO_UNITS.iter().any(|u| digits.starts_with(u))
+        })
+    }
+
     /// Whether it names a dimension of several words (its stems) by a
     /// synonym of the whole.
     fn names_dimension(&self, terms: &[String]) -> bool {
@@ -959,9 +1011,12 @@ impl Wording {
 }
 
 /// Words that, beside another, only say "how it is handled": "temperature
-/// *control*", "breakdown *response*", "안전 *관리*", "관람객 *유치*". A note
-/// on temperature control says "temperature", rarely "control".
+/// *control*", "breakdown *response*", "*tool* integration", "안전 *관리*",
+/// "관람객 *유치*". A note on temperature control says "temperature", rarely
+/// "control".
 const GENERIC_PARTS: &[&str] = &[
+    "tool",
+    "tools",
     "control",
     "management",
     "response",
@@ -975,6 +1030,20 @@ const GENERIC_PARTS: &[&str] = &[
     "수준",
     "참여",
     "체계",
+];
+
+/// Heads of compound dimensions that a length of time measures.
+const DURATION_HEADS: &[&str] = &[
+    "speed",
+    "time",
+    "times",
+    "turnaround",
+    "effort",
+    "workload",
+    "속도",
+    "시간",
+    "기간",
+    "부담",
 ];
 
 /// The words a sentence must name to be about a dimension: its content
@@ -1006,12 +1075,15 @@ pub(crate) fn heading_names(heading: &Wording, dimension: &str) -> bool {
 /// Whether a sentence of note `note_id` is about `dimension`; what frames
 /// its passage (`frame`: [`Lexicon::frame`]) counts as naming it. A
 /// dimension word is named by itself, a variant or a synonym.
+/// `of_an_alternative`: the sentence, its frame or its note names one of
+/// the alternatives compared.
 pub(crate) fn about_dimension(
     lexicon: &Lexicon,
     dimension: &str,
     sentence: &Wording,
     frame: &Wording,
     note_id: &str,
+    of_an_alternative: bool,
 ) -> bool {
     let whole = content(dimension);
     let whole = if whole.is_empty() {
@@ -1036,10 +1108,20 @@ pub(crate) fn about_dimension(
         return true;
     }
     // A compound dimension by its head ("crop yield" → "Field 9 yielded 241
-    // bushels"): the head in the sentence, every other word in its note.
+    // bushels"): the head in the sentence, every other word in its note; a
+    // head that is a length of time ("restore *speed*", "admin *effort*")
+    // by a duration beside the other words and an alternative ("Stratus: a
+    // full restore took 3 h 50 min"; the nurse-call bell's 응답 시간 is
+    // about no option).
     match terms.split_last() {
         Some((head, modifiers)) if !modifiers.is_empty() => {
-            sentence.names(head) && modifiers.iter().all(|m| lexicon.note_mentions(note_id, m))
+            (sentence.names(head) && modifiers.iter().all(|m| lexicon.note_mentions(note_id, m)))
+                || (of_an_alternative
+                    && DURATION_HEADS.iter().any(|h| stem(h) == *head)
+                    && sentence.has_duration()
+                    && modifiers
+                        .iter()
+                        .all(|m| sentence.names(m) || frame.names(m)))
         }
         _ => false,
     }
@@ -1138,7 +1220,7 @@ mod tests {
     fn a_dimension_needs_its_own_words() {
         let lx = lexicon();
         let about = |d: &str, s: &str, id: &str| {
-            about_dimension(&lx, d, &Wording::of(s), &lx.frame(id, s), id)
+            about_dimension(&lx, d, &Wording::of(s), &lx.frame(id, s), id, false)
         };
         assert!(!about(
             "staff training",

@@ -202,6 +202,11 @@ const DEFERRALS: &[&str] = &[
     "actions:",
     "**actions.**",
     "next steps:",
+    "says nothing about",
+    "say nothing about",
+    "before anyone draws conclusions",
+    "before drawing conclusions",
+    "다음 주에 정리",
 ];
 
 /// Phrases by which a sentence says two figures disagree without giving
@@ -219,6 +224,8 @@ const DISAGREEMENT_REMARKS: &[&str] = &[
     "to be reconciled",
     "do not agree",
     "don't agree",
+    "do not say the same thing",
+    "don't say the same thing",
 ];
 
 /// Whether a text holds one of `cues`, case aside.
@@ -241,6 +248,11 @@ const SELF_EXCLUSIONS: &[&str] = &[
     "별도로 진행",
     "별개의 사업",
     "별개 사업",
+    "에서 뺐다",
+    "에서 빼기로",
+    "후보에서 제외",
+    "검토에서 제외했",
+    "심사에서 제외",
 ];
 
 /// Phrases by which a note's opening sets its subject aside ("was set
