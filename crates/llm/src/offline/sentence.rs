@@ -207,6 +207,8 @@ const DEFERRALS: &[&str] = &[
     "before anyone draws conclusions",
     "before drawing conclusions",
     "다음 주에 정리",
+    "달라고 요청",
+    "please send",
 ];
 
 /// Phrases by which a sentence says two figures disagree without giving
