@@ -499,7 +499,14 @@ fn korean_list(clause: &str) -> Option<String> {
     let words: Vec<&str> = clause.split_whitespace().collect();
     for (i, w) in words.iter().enumerate().skip(1) {
         let asks = KO_VERBS.iter().any(|v| w.starts_with(v));
-        let aspect = KO_ASPECTS.iter().any(|a| w.starts_with(a));
+        // "A와 B는 X와 Y에서 어떻게 다른가?": the list before "어떻게 다른가".
+        let differs = *w == "어떻게"
+            && words.get(i + 1).is_some_and(|n| {
+                ["다르", "다른", "달라", "차이"]
+                    .iter()
+                    .any(|d| n.starts_with(d))
+            });
+        let aspect = differs || KO_ASPECTS.iter().any(|a| w.starts_with(a));
         if !(asks || aspect) {
             continue;
         }
@@ -798,6 +805,11 @@ mod tests {
         assert_eq!(a.dimensions, ["고용 승계", "메뉴 만족도"]);
         let a = asked("작업복을 한솔유니폼으로 하면 어때? 납기랑 정전기 방지는?");
         assert_eq!(a.dimensions, ["납기", "정전기 방지"]);
+        let a = asked("세이프원시큐리티와 한결경비는 인력 안정성과 배상 책임에서 어떻게 다른가?");
+        assert_eq!(a.dimensions, ["인력 안정성", "배상 책임"]);
+        assert_eq!(a.entities, ["세이프원시큐리티", "한결경비"]);
+        let a = asked("비용을 어떻게 줄일까?");
+        assert!(a.dimensions.is_empty(), "{:?}", a.dimensions);
         let a = asked("비용이랑 소음은?");
         assert_eq!(a.dimensions, ["비용", "소음"]);
         let a = asked("서하구는 공공자전거를 직영해야 하는가?");

@@ -221,6 +221,14 @@ impl<'a> Lens<'a> {
             let of_an_alternative = self.topic.names_an_entity(ws)
                 || self.topic.names_an_entity(&frame.stems)
                 || self.lexicon.names_an_entity_in(&self.topic, note_id);
+            // A note that names no alternative and shares little with the
+            // rest (the charity run's "Entry costs £15") is no evidence.
+            if !of_an_alternative
+                && !self.topic.entities.is_empty()
+                && !self.lexicon.cohesive(note_id)
+            {
+                return false;
+            }
             let anchored =
                 sentence.has_figure() || self.topic.entities.is_empty() || of_an_alternative;
             return anchored
@@ -252,11 +260,20 @@ impl<'a> Lens<'a> {
             return false;
         }
         let goal = self.goal_lower.as_str();
-        sentence
-            .text
-            .split_whitespace()
-            .skip(1)
-            .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()))
+        let words: Vec<&str> = sentence.text.split_whitespace().collect();
+        // A word that opens the sentence, or follows a label ("**Price.**
+        // Business plan …", "Note: Teams …"), is capitalised as a first word.
+        let opens = |i: usize| {
+            i == 0
+                || words[i - 1]
+                    .trim_end_matches(['*', '_'])
+                    .ends_with(['.', ':'])
+        };
+        words
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !opens(*i))
+            .map(|(_, w)| w.trim_matches(|c: char| !c.is_alphanumeric()))
             .any(|w| is_name_word(w) && !goal.contains(&w.to_lowercase()))
     }
 

@@ -986,18 +986,30 @@ impl Wording {
             "working",
         ];
         const KO_UNITS: &[&str] = &["초", "분", "시간", "일", "주", "개월", "영업일"];
+        // "two business days", "half a day" (not "a day": once a day).
+        const COUNTS: &[&str] = &[
+            "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "twelve",
+        ];
+        let unit_at = |i: usize| {
+            self.surface
+                .get(i)
+                .is_some_and(|u| UNITS.contains(&u.as_str()))
+        };
         self.surface.iter().enumerate().any(|(i, w)| {
-            let digits = w.trim_start_matches(|c: char| c.is_ascii_digit());
-            if digits.len() == w.len() {
+            if COUNTS.contains(&w.as_str()) {
+                return unit_at(i + 1);
+            }
+            if w == "half" && self.surface.get(i + 1).is_some_and(|a| a == "a") {
+                return unit_at(i + 2);
+            }
+            let rest = w.trim_start_matches(|c: char| c.is_ascii_digit());
+            if rest.len() == w.len() {
                 return false;
             }
-            if digits.is_empty() {
-                return self
-                    .surface
-                    .get(i + 1)
-                    .is_some_and(|u| UNITS.contains(&u.as_str()));
+            if rest.is_empty() {
+                return unit_at(i + 1);
             }
-            UNITS.contains(&digits) || KO_UNITS.iter().any(|u| digits.starts_with(u))
+            UNITS.contains(&rest) || KO_UNITS.iter().any(|u| rest.starts_with(u))
         })
     }
 

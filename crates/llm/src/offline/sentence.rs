@@ -336,7 +336,14 @@ pub(crate) const DROPPED_WORDS: &[&str] = &["aside", "ruled", "dropped", "exclud
 
 /// Korean endings by which a sentence says an option was dropped from the
 /// decision ("이번 검토에서 제외했다"); "전용회선 제외" (excluding) is not one.
-const KO_DROPPED: &[&str] = &["제외했다", "제외됐다", "제외되었다", "제외하기로"];
+const KO_DROPPED: &[&str] = &[
+    "제외했다",
+    "제외됐다",
+    "제외되었다",
+    "제외하기로",
+    "제외한다",
+    "제외합니다",
+];
 
 /// The search term every [`KO_DROPPED`] ending holds (search splits Korean
 /// into character bigrams).
@@ -371,6 +378,16 @@ pub(crate) fn dropped_korean_name(sentence: &str) -> Option<String> {
             stepwise_tools::notes::company_names(sentence)
                 .into_iter()
                 .next()
+        })
+        // Or the one word it opens with as its topic ("스캔밀은 제외한다."),
+        // not a phrase ending in a common noun ("스마트도서관 안은").
+        .or_else(|| {
+            let first = unbulleted(sentence).split_whitespace().next()?;
+            let name = first
+                .strip_suffix('은')
+                .or_else(|| first.strip_suffix('는'))?;
+            (name.chars().count() >= 3 && name.chars().all(stepwise_tools::notes::stem::is_hangul))
+                .then(|| name.to_owned())
         })
 }
 
@@ -590,6 +607,11 @@ mod tests {
         assert_eq!(
             dropped_korean_name("스마트도서관 안은 이번 검토에서 제외했다."),
             None
+        );
+        assert_eq!(
+            dropped_korean_name("1. 스캔밀은 제외한다. 결제 금액에 붙는 수수료가 너무 크다.")
+                .as_deref(),
+            Some("스캔밀")
         );
         assert_eq!(
             dropped_korean_name(

@@ -96,7 +96,7 @@ fn english() -> &'static Stemmer {
 }
 
 /// Whether a character is a Hangul syllable.
-pub(crate) fn is_hangul(c: char) -> bool {
+pub fn is_hangul(c: char) -> bool {
     matches!(c, '\u{AC00}'..='\u{D7A3}')
 }
 
