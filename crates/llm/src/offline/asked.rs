@@ -221,7 +221,12 @@ fn lists_in(clause: &str) -> (Vec<String>, Vec<String>) {
     let mut dimensions = Vec::new();
     let mut entities = alternatives(clause);
     if let Some((_, after)) = clause.split_once(':') {
-        let items = split_items(after);
+        let mut items = split_items(after);
+        // "A or B: which is better on fees, payout speed and support?": the
+        // first item loses the question that leads into the list.
+        if let Some(first) = items.first_mut() {
+            *first = after_question_lead(first);
+        }
         if items.len() >= 2 || (items.len() == 1 && is_short(&items[0])) {
             dimensions.extend(items);
         }
@@ -288,6 +293,24 @@ fn lists_in(clause: &str) -> (Vec<String>, Vec<String>) {
         }
     }
     (dimensions, dedup(entities))
+}
+
+/// An item without a leading question ("which is better on fees" →
+/// "fees"): what follows the last "on", "for" or "in terms of" after a
+/// question word.
+fn after_question_lead(item: &str) -> String {
+    let lower = item.to_lowercase();
+    let asks = ["which ", "what ", "how ", "who "]
+        .iter()
+        .any(|q| lower.starts_with(q));
+    if !asks {
+        return item.to_owned();
+    }
+    [" in terms of ", " on ", " for "]
+        .iter()
+        .filter_map(|m| lower.rfind(m).map(|at| at + m.len()))
+        .max()
+        .map_or_else(|| item.to_owned(), |at| item[at..].trim().to_owned())
 }
 
 fn dedup(items: Vec<String>) -> Vec<String> {
@@ -719,6 +742,15 @@ mod tests {
             "린넨 세탁을 크린웨이메디에 맡길까, 한결린넨에 맡길까? 비용과 감염 관리를 따져 봐 줘.",
         );
         assert_eq!(a.dimensions, ["비용", "감염 관리"]);
+    }
+
+    #[test]
+    fn a_colon_list_led_by_a_question() {
+        let a = asked(
+            "Finch Pay or Orbipay: which is better on fees, payout speed and customer support?",
+        );
+        assert_eq!(a.dimensions, ["fees", "payout speed", "customer support"]);
+        assert_eq!(a.entities, ["Finch Pay", "Orbipay"]);
     }
 
     #[test]
