@@ -1229,6 +1229,53 @@ mod tests {
     }
 
     #[test]
+    fn durations_are_numbers_with_a_unit_of_time() {
+        for (text, expected) in [
+            ("A full restore took 3 h 50 min.", true),
+            ("Back within 2 business days.", true),
+            ("Standard payouts: two business days after capture.", true),
+            ("Setup is half a day.", true),
+            ("주문 후 3~4주가 걸립니다.", true),
+            ("대당 45분 내외.", true),
+            ("Backed up three times a day.", false),
+            ("60 users at $3.00.", false),
+            ("Stratus's own figures.", false),
+        ] {
+            assert_eq!(Wording::of(text).has_duration(), expected, "{text}");
+        }
+    }
+
+    #[test]
+    fn a_duration_names_a_compound_whose_head_is_a_length_of_time() {
+        let lx = lexicon();
+        let about = |d: &str, s: &str, alternative: bool| {
+            about_dimension(
+                &lx,
+                d,
+                &Wording::of(s),
+                &Wording::of(""),
+                "audit",
+                alternative,
+            )
+        };
+        let restore = "Kafka: restoring the 400 GB folder took 3 h 50 min.";
+        assert!(about("restore speed", restore, true));
+        // Of no alternative (the nurse-call bell's response time), or with
+        // no duration, or without the other words, it is not.
+        assert!(!about("restore speed", restore, false));
+        assert!(!about(
+            "restore speed",
+            "Kafka restores single files from the console.",
+            true
+        ));
+        assert!(!about(
+            "restore speed",
+            "Kafka copied the folder in 3 h 50 min.",
+            true
+        ));
+    }
+
+    #[test]
     fn a_dimension_needs_its_own_words() {
         let lx = lexicon();
         let about = |d: &str, s: &str, id: &str| {
@@ -1360,6 +1407,28 @@ mod tests {
         let topic = Topic::of("Which broker should we use? Consider cost.", &none);
         assert!(lx.on_topic(&topic, "kq"));
         assert!(!lx.on_topic(&topic, "pubsy"));
+    }
+
+    #[test]
+    fn an_alternative_of_several_names_is_named_by_its_leading_one() {
+        let asked = Asked {
+            dimensions: vec!["cost".into()],
+            entities: vec![
+                "Stratus Backup Business".into(),
+                "Harbor Cloud Backup".into(),
+            ],
+        };
+        let topic = Topic::of("Stratus Backup Business or Harbor Cloud Backup?", &asked);
+        assert!(topic.names_an_entity(&words("Stratus restored it in 9 minutes.")));
+        assert!(!topic.names_an_entity(&words("The backup took 9 minutes.")));
+        // Two alternatives that share their leading name are named in full.
+        let asked = Asked {
+            dimensions: vec!["cost".into()],
+            entities: vec!["Google Cloud".into(), "Google Workspace".into()],
+        };
+        let topic = Topic::of("Google Cloud or Google Workspace?", &asked);
+        assert!(!topic.names_an_entity(&words("Google raised its prices.")));
+        assert!(topic.names_an_entity(&words("Google Cloud raised its prices.")));
     }
 
     #[test]
