@@ -1618,10 +1618,9 @@ fn named_in(title: &str, vocabulary: &Vocabulary) -> BTreeSet<String> {
         .filter_map(|j| entity_of(&tokens, j, &marks, &vocabulary.lowercase))
         .map(|(key, _)| key)
         .collect();
-    // A company the title names by its marker ("대성관광(주) 제안서 요약").
-    for name in crate::notes::company_names(title) {
-        named.insert(stem(&name.to_lowercase()));
-    }
+    // A company the title names, by its marker ("대성관광(주) 제안서 요약")
+    // or bare where some note gives the marker ("평택 통화 메모 (한솔유니폼
+    // 사용 경험)"): the vocabulary's companies include the titles' own.
     for name in vocabulary
         .companies
         .iter()

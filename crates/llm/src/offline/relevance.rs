@@ -1058,6 +1058,12 @@ const DURATION_HEADS: &[&str] = &[
     "부담",
 ];
 
+/// [`DURATION_HEADS`] as stems, worked out once.
+fn duration_heads() -> &'static [String] {
+    static STEMS: OnceLock<Vec<String>> = OnceLock::new();
+    STEMS.get_or_init(|| DURATION_HEADS.iter().map(|h| stem(h)).collect())
+}
+
 /// The words a sentence must name to be about a dimension: its content
 /// words, without the [`GENERIC_PARTS`] of a compound (stems).
 pub(crate) fn dimension_terms(dimension: &str) -> Vec<String> {
@@ -1129,7 +1135,7 @@ pub(crate) fn about_dimension(
         Some((head, modifiers)) if !modifiers.is_empty() => {
             (sentence.names(head) && modifiers.iter().all(|m| lexicon.note_mentions(note_id, m)))
                 || (of_an_alternative
-                    && DURATION_HEADS.iter().any(|h| stem(h) == *head)
+                    && duration_heads().contains(head)
                     && sentence.has_duration()
                     && modifiers
                         .iter()
