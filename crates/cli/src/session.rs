@@ -358,6 +358,9 @@ pub(crate) struct EngineBuilder<'a> {
     role_models: Vec<(RoleName, ModelChoice)>,
     /// `[planner] stream`: stream the first plan where the planner can.
     stream_plans: bool,
+    /// Whether a run keeps its history in memory (see
+    /// [`RunConfig::keep_history`]).
+    keep_history: bool,
 }
 
 impl<'a> EngineBuilder<'a> {
@@ -374,7 +377,16 @@ impl<'a> EngineBuilder<'a> {
             extra_tools: Vec::new(),
             role_models: Vec::new(),
             stream_plans: false,
+            keep_history: true,
         }
+    }
+
+    /// Runs keep no history in memory: for a host whose store holds the log
+    /// and that reads only the status back (a worker, the server).
+    #[must_use]
+    pub(crate) fn forget_history(mut self) -> Self {
+        self.keep_history = false;
+        self
     }
 
     /// Roles on a model of their own (`[roles.NAME]`), replacing the
@@ -497,6 +509,7 @@ impl<'a> EngineBuilder<'a> {
             config.assess = host.assess.into();
         }
         config.stream_plans = self.stream_plans;
+        config.keep_history = self.keep_history;
         Ok(Engine::new(roles, tools, config)
             .context("the tools are misconfigured")?
             .with_strategy(self.strategy)

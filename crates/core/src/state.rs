@@ -203,6 +203,29 @@ pub struct RunState {
     /// Where the plan's steps sit, for lookups by id: a cache, not state.
     #[serde(skip)]
     pub(crate) index: crate::scheduler::PlanIndex,
+    /// The log's last number and first and last times, kept by the fold:
+    /// what a run whose history is not kept in memory (see
+    /// [`forget_history`](Self::forget_history)) still needs of it.
+    #[serde(skip)]
+    pub(crate) tally: Tally,
+    /// Why each step was terminated (the last reason on record).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub step_terminations: BTreeMap<StepId, String>,
+}
+
+/// What the fold remembers of the log itself. Derived from the events, so
+/// (like the plan index) it takes no part in equality.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Tally {
+    last_seq: u64,
+    first_at: Option<chrono::DateTime<chrono::Utc>>,
+    last_at: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+impl PartialEq for Tally {
+    fn eq(&self, _other: &Self) -> bool {
+        true
+    }
 }
 
 fn push_unique(list: &mut Vec<String>, item: &str) {
@@ -216,13 +239,45 @@ impl RunState {
     /// after its last event and stamped now — what a person's change
     /// (approve, reject, cancel) appends from outside the engine.
     pub fn next_events(&self, kinds: impl IntoIterator<Item = EventKind>) -> Vec<Event> {
-        let first = self.execution_history.len() as u64 + 1;
+        let first = self.last_seq() + 1;
         let at = chrono::Utc::now();
         kinds
             .into_iter()
             .zip(first..)
             .map(|(kind, seq)| Event { seq, at, kind })
             .collect()
+    }
+
+    /// The number of the run's last event (0 before `run_started`), whether
+    /// or not its history is kept in memory.
+    pub fn last_seq(&self) -> u64 {
+        let kept = self.execution_history.last().map_or(0, |e| e.seq);
+        kept.max(self.tally.last_seq)
+    }
+
+    /// When the run's first event was recorded.
+    pub fn started_at(&self) -> Option<chrono::DateTime<chrono::Utc>> {
+        self.execution_history
+            .first()
+            .map(|e| e.at)
+            .or(self.tally.first_at)
+    }
+
+    /// When the run's last event was recorded.
+    pub fn updated_at(&self) -> Option<chrono::DateTime<chrono::Utc>> {
+        let kept = self.execution_history.last().map(|e| e.at);
+        kept.max(self.tally.last_at)
+    }
+
+    /// Drops the history from memory, keeping what the fold needs of it:
+    /// for a run whose log a store holds (see
+    /// [`RunConfig::keep_history`](crate::engine::RunConfig::keep_history)).
+    /// Everything else in the state is the same.
+    pub fn forget_history(&mut self) {
+        self.tally.last_seq = self.last_seq();
+        self.tally.first_at = self.started_at();
+        self.tally.last_at = self.updated_at();
+        self.execution_history = Vec::new();
     }
 
     /// Rebuilds a run's state from its log.
@@ -321,6 +376,12 @@ impl RunState {
         Ok(())
     }
 
+    /// [`apply`](Self::apply) without keeping the event: for a run whose
+    /// history is not kept in memory (see [`forget_history`](Self::forget_history)).
+    pub(crate) fn apply_forgetting(&mut self, event: &Event) -> Result<(), StateError> {
+        self.fold(event)
+    }
+
     /// Appends to the history, growing it by half rather than doubling: an
     /// event is a few hundred bytes inline, and a run in flight keeps them all.
     fn remember(&mut self, event: Event) {
@@ -333,7 +394,7 @@ impl RunState {
 
     /// Everything `apply` does but recording the event in the history.
     fn fold(&mut self, event: &Event) -> Result<(), StateError> {
-        let expected = self.execution_history.len() as u64 + 1;
+        let expected = self.last_seq() + 1;
         if event.seq != expected {
             return Err(StateError::Sequence {
                 expected,
@@ -488,8 +549,9 @@ impl RunState {
             EventKind::StepRetrying { step, .. } => {
                 self.set_status(step, StepStatus::Retrying)?;
             }
-            EventKind::StepTerminated { step, .. } => {
+            EventKind::StepTerminated { step, reason } => {
                 self.set_status(step, StepStatus::Terminated)?;
+                self.step_terminations.insert(step.clone(), reason.clone());
             }
             EventKind::Assessed {
                 new_gaps,
@@ -640,10 +702,14 @@ impl RunState {
             }
         });
         self.cursor.apply(&event.kind, resumed);
-        if let Some(first) = self.execution_history.first() {
-            let elapsed = (event.at - first.at).num_milliseconds();
-            self.usage.wall_time_ms = u64::try_from(elapsed).unwrap_or(0);
-        }
+        let first = self.started_at().unwrap_or(event.at);
+        let elapsed = (event.at - first).num_milliseconds();
+        self.usage.wall_time_ms = u64::try_from(elapsed).unwrap_or(0);
+        self.tally = Tally {
+            last_seq: event.seq,
+            first_at: Some(first),
+            last_at: Some(event.at),
+        };
         Ok(())
     }
 

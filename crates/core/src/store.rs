@@ -105,7 +105,7 @@ pub struct RunSummary {
 impl RunSummary {
     /// The summary of a folded run.
     pub fn of(state: &RunState) -> Self {
-        let at = |e: Option<&Event>| e.map_or_else(Utc::now, |e| e.at);
+        let at = |at: Option<DateTime<Utc>>| at.unwrap_or_else(Utc::now);
         Self {
             run_id: state.run_id.clone(),
             goal: if state.goal.is_empty() {
@@ -114,8 +114,8 @@ impl RunSummary {
                 state.goal.clone()
             },
             status: state.status,
-            started_at: at(state.execution_history.first()),
-            updated_at: at(state.execution_history.last()),
+            started_at: at(state.started_at()),
+            updated_at: at(state.updated_at()),
             steps_done: state
                 .plan
                 .steps
@@ -125,7 +125,7 @@ impl RunSummary {
             steps_total: state.plan.active_steps(),
             replans: state.replan_count,
             tokens: state.usage.input_tokens + state.usage.output_tokens,
-            last_seq: state.execution_history.len() as u64,
+            last_seq: state.last_seq(),
             held_by: None,
         }
     }

@@ -197,6 +197,37 @@ async fn persistent_failures_are_never_retried_and_go_to_assessment() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_tool_that_panics_fails_its_step_and_the_run_goes_on() {
+    // a panics; b runs beside it and succeeds; the run ends with a status,
+    // not an engine error.
+    let h = Harness::new(vec![plan(vec![step("a", &[]), step("b", &[])])])
+        .config(|c| c.max_replans = 0);
+    h.work.script("a", vec![Behaviour::Panic]);
+    let state = h.run("Panics").await;
+
+    assert_eq!(h.work.calls_of("a"), 1, "a panic is not retried");
+    let failed = events_of(&state, "step_failed");
+    let [failed] = failed.as_slice() else {
+        panic!("one step_failed, got {failed:?}");
+    };
+    let EventKind::StepFailed { step, failure, .. } = &failed.kind else {
+        unreachable!()
+    };
+    assert_eq!(step.as_str(), "a");
+    assert_eq!(failure.class, FailureClass::Persistent);
+    assert_eq!(failure.kind, FailureKind::Executor);
+    assert!(
+        failure.message.contains("panicked") && failure.message.contains("the tool broke on a"),
+        "{}",
+        failure.message
+    );
+    let status = |id: &str| state.plan.step(&StepId::new(id)).unwrap().status;
+    assert_eq!(status("a"), StepStatus::Terminated);
+    assert_eq!(status("b"), StepStatus::Succeeded);
+    assert!(state.status.has_ended() || state.status == RunStatus::NeedsReview);
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_failed_precondition_is_a_typed_outcome_and_the_tool_is_not_called() {
     let check = step("b", &["a"]).require(Precondition::NonEmpty {
         reference: "${a.output.items}".into(),

@@ -45,14 +45,16 @@ pub(crate) struct Wired {
 
 impl Wiring<'_> {
     /// Starts the MCP servers and builds the engine; `prior` is the run's
-    /// log so far (a resumed run stays one trace).
+    /// log so far (a resumed run stays one trace). The engine's runs keep
+    /// no history in memory: the store's sink, first of `sinks`, holds it,
+    /// and a worker or the server reads back only the status.
     pub(crate) async fn wire(self, run: &RunId, prior: &[Event]) -> anyhow::Result<Wired> {
         let mcp = crate::mcp::start(&self.host.mcp, self.mcp_log.as_deref())
             .await
             .context("cannot start the run's MCP servers")?;
         let built =
             EngineBuilder::for_run(self.config, self.host, self.corpus, self.approve, self.cwd)
-                .and_then(|builder| builder.tools(mcp.tools()).build());
+                .and_then(|builder| builder.tools(mcp.tools()).forget_history().build());
         let engine = match built {
             Ok(engine) => engine,
             Err(e) => {

@@ -200,18 +200,42 @@ pub fn draft_of(steps: &[Step]) -> DraftPlan {
 }
 
 /// An engine that runs `plan` for every goal with a `work` tool of this
-/// latency and an instant `noop` tool, `concurrency` steps in flight at most.
-pub fn engine(plan: Vec<Step>, latency: Option<Duration>, concurrency: usize) -> Engine {
-    engine_and_planner(plan, latency, concurrency).0
+/// latency and an instant `noop` tool, `concurrency` steps in flight at
+/// most, keeping each run's history in memory or not.
+pub fn engine(
+    plan: Vec<Step>,
+    latency: Option<Duration>,
+    concurrency: usize,
+    keep_history: bool,
+) -> Engine {
+    let config = RunConfig {
+        max_steps: plan.len(),
+        concurrency,
+        keep_history,
+        ..RunConfig::default()
+    };
+    engine_with(plan, latency, config).0
 }
 
-/// [`engine`], and its planner.
+/// [`engine`] keeping the history, and its planner.
 pub fn engine_and_planner(
     plan: Vec<Step>,
     latency: Option<Duration>,
     concurrency: usize,
 ) -> (Engine, Arc<FixedPlanner>) {
-    let n = plan.len();
+    let config = RunConfig {
+        max_steps: plan.len(),
+        concurrency,
+        ..RunConfig::default()
+    };
+    engine_with(plan, latency, config)
+}
+
+fn engine_with(
+    plan: Vec<Step>,
+    latency: Option<Duration>,
+    config: RunConfig,
+) -> (Engine, Arc<FixedPlanner>) {
     let planner = Arc::new(FixedPlanner::new(draft_of(&plan)));
     let roles = Roles::new(
         Arc::clone(&planner) as Arc<dyn Planner>,
@@ -223,11 +247,6 @@ pub fn engine_and_planner(
     let mut tools = ToolRegistry::new();
     tools.register_dyn(Arc::new(LatencyTool::new("work", latency)));
     tools.register_dyn(Arc::new(LatencyTool::new("noop", None)));
-    let config = RunConfig {
-        max_steps: n,
-        concurrency,
-        ..RunConfig::default()
-    };
     let engine = Engine::new(roles, tools, config).expect("the bench tool's schema compiles");
     (engine, planner)
 }

@@ -229,7 +229,7 @@ impl Run<'_> {
         let key = crate::tool::idempotency_key(&self.state.run_id, id);
         log.complete(&key, output).await.map_err(|e| {
             super::EngineError::Sink(crate::event::SinkError {
-                seq: self.state.execution_history.len() as u64,
+                seq: self.state.last_seq(),
                 message: e.to_string(),
             })
         })

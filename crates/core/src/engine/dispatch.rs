@@ -35,6 +35,31 @@ pub(super) enum CompletionKind {
     BackoffElapsed,
 }
 
+/// A step attempt's call with a panic in the executor or the tool turned
+/// into a persistent failure of the attempt: the step fails with an event
+/// and the run goes on, and the task always returns the step it ran (so the
+/// run needs no map from task to step).
+async fn caught(
+    call: impl Future<Output = Result<Reply<Value>, StepFailure>>,
+) -> Result<Reply<Value>, StepFailure> {
+    use futures::FutureExt as _;
+    std::panic::AssertUnwindSafe(call)
+        .catch_unwind()
+        .await
+        .unwrap_or_else(|panic| {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "no message".to_owned());
+            Err(StepFailure::new(
+                FailureClass::Persistent,
+                FailureKind::Executor,
+                format!("the step's call panicked: {what}"),
+            ))
+        })
+}
+
 /// A step attempt ready to spawn.
 pub(super) struct Prepared {
     context: StepContext,
@@ -142,16 +167,20 @@ impl Run<'_> {
                     };
                     log.begin(&record).await.map_err(|e| {
                         EngineError::Sink(SinkError {
-                            seq: self.state.execution_history.len() as u64,
+                            seq: self.state.last_seq(),
                             message: e.to_string(),
                         })
                     })?;
                 }
                 let executor = Arc::clone(&self.engine.roles.executor);
                 let step_id = id.clone();
-                let handle = self.in_flight.spawn(async move {
+                // Boxed into the task and out again when the call starts: a
+                // task keeps its captures for its whole life, and a box is a
+                // pointer where the context is a few hundred bytes.
+                let context = Box::new(context);
+                self.in_flight.spawn(async move {
                     let started = tokio::time::Instant::now();
-                    let call = executor.execute(context, tool);
+                    let call = caught(executor.execute(*context, tool));
                     let result = match timeout_ms {
                         Some(ms) => tokio::time::timeout(Duration::from_millis(ms), call)
                             .await
@@ -175,7 +204,6 @@ impl Run<'_> {
                         },
                     }
                 });
-                self.tasks.insert(handle.id(), (id.clone(), attempt));
             }
         }
         Ok(())
@@ -260,39 +288,23 @@ impl Run<'_> {
         // waiting for the next one is what they noted committed. (So this is
         // not cancel-safe while events are unsent: a caller that selects on
         // it flushes first, as stream_plan does.)
-        let joined = match self.in_flight.try_join_next_with_id() {
+        let joined = match self.in_flight.try_join_next() {
             Some(joined) => Some(joined),
             None => {
                 self.flush().await?;
-                self.in_flight.join_next_with_id().await
+                self.in_flight.join_next().await
             }
         };
         match joined {
             None => Err(EngineError::Invariant(
                 "execute_step with nothing in flight".to_owned(),
             )),
-            Some(Ok((task, completion))) => {
-                self.tasks.remove(&task);
-                Ok(completion)
-            }
-            Some(Err(join_error)) => {
-                let (step, attempt) = self.tasks.remove(&join_error.id()).ok_or_else(|| {
-                    EngineError::Invariant("a task finished that was never started".to_owned())
-                })?;
-                let failure = StepFailure::new(
-                    FailureClass::Persistent,
-                    FailureKind::Executor,
-                    format!("the step's task panicked or was cancelled: {join_error}"),
-                );
-                Ok(Completion {
-                    step,
-                    attempt,
-                    kind: CompletionKind::Attempt {
-                        result: Err(failure),
-                        duration_ms: 0,
-                    },
-                })
-            }
+            Some(Ok(completion)) => Ok(completion),
+            // A step's panic is caught in its task (see `caught`), and the
+            // engine aborts tasks only when the run has ended.
+            Some(Err(join_error)) => Err(EngineError::Invariant(format!(
+                "a step's task ended without its outcome: {join_error}"
+            ))),
         }
     }
 
@@ -322,6 +334,9 @@ impl Run<'_> {
         Ok(StepOutcome::Succeeded(result))
     }
 
+    /// Waits for the next completion and records it. The rarer branches'
+    /// futures are boxed, so what a run holds while it waits for a tool is
+    /// the wait alone (see [`Run::step`]).
     pub(super) async fn execute_step(&mut self) -> NodeResult {
         if let Some(outcome) = self.recovered.pop_front() {
             // Recorded before a crash but never assessed.
@@ -340,13 +355,14 @@ impl Run<'_> {
                         step: step.clone(),
                         attempt,
                     })?;
-                    self.start_attempt(&step, attempt).await?;
+                    Box::pin(self.start_attempt(&step, attempt)).await?;
                 }
                 CompletionKind::Attempt {
                     result: Ok(reply),
                     duration_ms,
                 } => {
-                    let outcome = self.succeeded(&step, attempt, reply, duration_ms).await?;
+                    let outcome =
+                        Box::pin(self.succeeded(&step, attempt, reply, duration_ms)).await?;
                     self.last = Some((step, outcome));
                     return Ok(self.after_execute().into());
                 }
@@ -357,7 +373,7 @@ impl Run<'_> {
                     // The executor's model calls on this attempt, recorded
                     // before the failure (its `usage` counts them).
                     let calls = std::mem::take(&mut failure.exchanges);
-                    self.record_calls(crate::roles::RoleName::StepExecutor, calls)
+                    Box::pin(self.record_calls(crate::roles::RoleName::StepExecutor, calls))
                         .await?;
                     self.note(EventKind::StepFailed {
                         step: step.clone(),
@@ -376,16 +392,14 @@ impl Run<'_> {
                             next_attempt: attempt + 1,
                             delay_ms,
                         })?;
-                        let id = step.clone();
-                        let handle = self.in_flight.spawn(async move {
+                        self.in_flight.spawn(async move {
                             tokio::time::sleep(Duration::from_millis(delay_ms)).await;
                             Completion {
-                                step: id,
+                                step,
                                 attempt: attempt + 1,
                                 kind: CompletionKind::BackoffElapsed,
                             }
                         });
-                        self.tasks.insert(handle.id(), (step, attempt + 1));
                         continue;
                     }
                     let decide::AfterFailure::Terminate(reason) = next else {

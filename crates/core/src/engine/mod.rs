@@ -8,12 +8,12 @@
 //! soon as one step finishes, its newly ready dependants start — wall time
 //! approaches the DAG's critical path.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use chrono::Utc;
 use serde_json::Value;
-use tokio::task::{Id as TaskId, JoinSet};
+use tokio::task::JoinSet;
 
 use crate::event::{Event, EventKind, EventSink, SinkError};
 use crate::goal::{Constraints, Goal};
@@ -57,6 +57,13 @@ pub struct RunConfig {
     /// it and the reviewer approves unread (see `engine/stream.rs`): steps
     /// start while the planner still writes later ones.
     pub stream_plans: bool,
+    /// Whether the run's history stays in memory, in
+    /// [`RunState::execution_history`]. Off, a run keeps only its folded
+    /// state and the events its sinks have not taken yet, and returns a
+    /// state without its history: for a host whose store holds the log and
+    /// that runs many runs at once (a worker, a server). Everything the
+    /// engine decides is the same either way.
+    pub keep_history: bool,
 }
 
 /// Who judges a finished step: the engine by its typed checks, the
@@ -84,6 +91,7 @@ impl Default for RunConfig {
             repair_first_draft: true,
             assess: AssessMode::default(),
             stream_plans: false,
+            keep_history: true,
         }
     }
 }
@@ -199,39 +207,45 @@ impl Engine {
     }
 
     /// Runs a goal to the end (ok, needs_review or failed) with a fresh run id.
-    pub async fn run(
+    pub fn run(
         &self,
         input: &str,
         constraints: Constraints,
-    ) -> Result<RunState, EngineError> {
+    ) -> impl Future<Output = Result<RunState, EngineError>> + Send + '_ {
         self.run_with_id(RunId::generate(), input, constraints)
-            .await
     }
 
     /// Runs a goal to the end under a given run id.
-    pub async fn run_with_id(
+    pub fn run_with_id(
         &self,
         run_id: RunId,
         input: &str,
         constraints: Constraints,
-    ) -> Result<RunState, EngineError> {
-        self.start(run_id, input, constraints, Value::Null).await
+    ) -> impl Future<Output = Result<RunState, EngineError>> + Send + '_ {
+        self.start(run_id, input, constraints, Value::Null)
     }
 
     /// Runs a goal to the end, recording `host` settings (what a resume in
     /// another process needs to rebuild the tools) in the first event.
-    pub async fn start(
+    ///
+    /// The first event is folded before the future is made, so the future
+    /// holds the run alone, not the arguments too: with thousands of runs in
+    /// flight, a run's future is most of its memory.
+    pub fn start(
         &self,
         run_id: RunId,
         input: &str,
         constraints: Constraints,
         host: Value,
-    ) -> Result<RunState, EngineError> {
+    ) -> impl Future<Output = Result<RunState, EngineError>> + Send + '_ {
         let mut run = Run::new(self);
-        run.record(self.started_event(run_id, input, constraints, host))
-            .await?;
-        run.drive(Node::PrepareInput).await?;
-        Ok(run.state)
+        let noted = run.note(self.started_event(run_id, input, constraints, host));
+        async move {
+            noted?;
+            run.flush().await?;
+            run.drive(Node::PrepareInput).await?;
+            Ok(run.state)
+        }
     }
 
     /// The `run_started` event [`start`](Self::start) records first: the
@@ -278,6 +292,9 @@ impl Engine {
         }
         let mut run = Run::new(self);
         run.state = state;
+        if !self.config.keep_history {
+            run.state.forget_history();
+        }
         run.drive(Node::PrepareInput).await?;
         Ok(run.state)
     }
@@ -287,9 +304,7 @@ impl Engine {
 struct Run<'e> {
     engine: &'e Engine,
     state: RunState,
-    goal: Option<Goal>,
     in_flight: JoinSet<Completion>,
-    tasks: HashMap<TaskId, (StepId, u32)>,
     immediate: VecDeque<Completion>,
     last: Option<(StepId, StepOutcome)>,
     /// Finished steps waiting for the assessor, which judges a wave at once
@@ -308,6 +323,10 @@ struct Run<'e> {
     /// dispatch loop's events wait too, until the loop must flush (see
     /// [`flush`](Self::flush)).
     unsent: usize,
+    /// The unsent events themselves, when the history is not kept (see
+    /// [`RunConfig::keep_history`]); when it is, they are the history's last
+    /// `unsent`.
+    held: Vec<Event>,
 }
 
 /// Why a node does not lead on: a role failed (the run ends `failed`,
@@ -349,7 +368,7 @@ impl Run<'_> {
                 Ok(next) => next,
                 Err(Halt::Engine(e)) => return Err(e),
                 Err(Halt::Role(error)) => {
-                    self.fail(error).await?;
+                    Box::pin(self.fail(error)).await?;
                     break;
                 }
             };
@@ -456,15 +475,14 @@ impl<'e> Run<'e> {
         Self {
             engine,
             state: RunState::default(),
-            goal: None,
             in_flight: JoinSet::new(),
-            tasks: HashMap::new(),
             immediate: VecDeque::new(),
             last: None,
             unjudged: Vec::new(),
             recovered: VecDeque::new(),
             awaiting: Vec::new(),
             unsent: 0,
+            held: Vec::new(),
         }
     }
 
@@ -492,11 +510,16 @@ impl<'e> Run<'e> {
     /// on before the dispatch loop flushes (see there).
     fn note(&mut self, kind: EventKind) -> Result<(), EngineError> {
         let event = Event {
-            seq: self.state.execution_history.len() as u64 + 1,
+            seq: self.state.last_seq() + 1,
             at: Utc::now(),
             kind,
         };
-        self.state.apply_owned(event)?;
+        if self.engine.config.keep_history {
+            self.state.apply_owned(event)?;
+        } else {
+            self.state.apply_forgetting(&event)?;
+            self.held.push(event);
+        }
         self.unsent += 1;
         Ok(())
     }
@@ -523,26 +546,37 @@ impl<'e> Run<'e> {
     /// So a tool's result waits uncommitted only while the engine computes,
     /// never across a model call, an approval or another tool's latency.
     async fn flush(&mut self) -> Result<(), EngineError> {
-        let history = &self.state.execution_history;
-        let Some(from) = history.len().checked_sub(self.unsent) else {
-            return Err(EngineError::Invariant(
-                "more unsent events than events".to_owned(),
-            ));
+        let unsent: &[Event] = if self.engine.config.keep_history {
+            let history = &self.state.execution_history;
+            let Some(from) = history.len().checked_sub(self.unsent) else {
+                return Err(EngineError::Invariant(
+                    "more unsent events than events".to_owned(),
+                ));
+            };
+            &history[from..]
+        } else {
+            &self.held
         };
-        if from < history.len() {
+        if !unsent.is_empty() {
             for sink in &self.engine.sinks {
-                sink.record_all(&self.state.run_id, &history[from..])
-                    .await?;
+                sink.record_all(&self.state.run_id, unsent).await?;
             }
         }
         self.unsent = 0;
+        // Freed, not kept for the next batch: a run in flight keeps no events.
+        self.held = Vec::new();
         Ok(())
     }
 
-    fn goal(&self) -> Result<&Goal, EngineError> {
-        self.goal
-            .as_ref()
-            .ok_or_else(|| EngineError::Invariant("no goal after prepare_input".to_owned()))
+    /// The goal as roles take it, made from the state when a role needs it
+    /// (a run keeps no second copy of it while in flight).
+    fn goal(&self) -> Result<Goal, EngineError> {
+        if self.state.goal.is_empty() {
+            return Err(EngineError::Invariant(
+                "no goal after prepare_input".to_owned(),
+            ));
+        }
+        Ok(self.state.goal())
     }
 
     fn limits(&self) -> Limits<'_> {
@@ -556,6 +590,12 @@ impl<'e> Run<'e> {
     /// Performs the node `next` goes to. Every node but the three of the
     /// dispatch loop starts with what the loop noted on record (see
     /// [`flush`](Self::flush)).
+    ///
+    /// Each node's future is boxed: a run's future then holds the run and a
+    /// pointer, not room for the largest node, and only the node a run
+    /// waits in (most often execute_step, for a tool) is allocated while it
+    /// waits. That is most of a run's memory in flight; the allocation is a
+    /// small cost beside a node's work.
     async fn step(&mut self, next: Next) -> NodeResult {
         if !matches!(
             next,
@@ -565,28 +605,28 @@ impl<'e> Run<'e> {
         }
         let node = match next {
             Next::To(node) => node,
-            Next::Replan(reason) => return self.replan(reason).await,
-            Next::Review(review) => return self.mark_needs_review(*review).await,
+            Next::Replan(reason) => return Box::pin(self.replan(reason)).await,
+            Next::Review(review) => return Box::pin(self.mark_needs_review(*review)).await,
             Next::Answer(answer) => {
                 let (report, usage) = *answer;
-                return self.write_report(report, usage).await;
+                return Box::pin(self.write_report(report, usage)).await;
             }
         };
         match node {
-            Node::PrepareInput => self.prepare_input().await,
-            Node::ChooseStrategy => self.choose_strategy().await,
-            Node::CreatePlan => self.create_plan().await,
-            Node::ValidatePlan => self.validate_plan().await,
-            Node::RepairPlan => self.repair_plan().await,
-            Node::ReviewPlan => self.review_plan().await,
-            Node::SelectNextStep => self.select_next_step().await,
-            Node::ExecuteStep => self.execute_step().await,
-            Node::AssessProgress => self.assess_progress().await,
-            Node::SynthesizeReport => self.synthesize_report().await,
-            Node::MarkNeedsReview => self.mark_needs_review(Review::default()).await,
-            Node::AwaitApproval => self.await_approval().await,
-            Node::Verify => self.verify().await,
-            Node::Act => self.act().await,
+            Node::PrepareInput => Box::pin(self.prepare_input()).await,
+            Node::ChooseStrategy => Box::pin(self.choose_strategy()).await,
+            Node::CreatePlan => Box::pin(self.create_plan()).await,
+            Node::ValidatePlan => Box::pin(self.validate_plan()).await,
+            Node::RepairPlan => Box::pin(self.repair_plan()).await,
+            Node::ReviewPlan => Box::pin(self.review_plan()).await,
+            Node::SelectNextStep => Box::pin(self.select_next_step()).await,
+            Node::ExecuteStep => Box::pin(self.execute_step()).await,
+            Node::AssessProgress => Box::pin(self.assess_progress()).await,
+            Node::SynthesizeReport => Box::pin(self.synthesize_report()).await,
+            Node::MarkNeedsReview => Box::pin(self.mark_needs_review(Review::default())).await,
+            Node::AwaitApproval => Box::pin(self.await_approval()).await,
+            Node::Verify => Box::pin(self.verify()).await,
+            Node::Act => Box::pin(self.act()).await,
             Node::Replan => {
                 Err(EngineError::Invariant("replan without a reason".to_owned()).into())
             }

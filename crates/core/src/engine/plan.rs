@@ -23,10 +23,9 @@ impl Run<'_> {
             }
             Ok(goal) => {
                 self.record(EventKind::InputPrepared {
-                    goal: Box::new(goal.clone()),
+                    goal: Box::new(goal),
                 })
                 .await?;
-                self.goal = Some(goal);
                 Ok(Node::ChooseStrategy.into())
             }
         }
@@ -36,8 +35,9 @@ impl Run<'_> {
         if self.streams_plan() {
             return self.stream_plan().await;
         }
+        let goal = self.goal()?;
         let request = PlanRequest {
-            goal: self.goal()?,
+            goal: &goal,
             tools: &self.engine.specs,
             max_steps: self.state.max_steps,
         };
@@ -75,8 +75,9 @@ impl Run<'_> {
     pub(super) async fn repair_plan(&mut self) -> NodeResult {
         let attempt = self.state.repair_count + 1;
         let draft = self.state.pending_draft.clone().unwrap_or(Value::Null);
+        let goal = self.goal()?;
         let request = RepairRequest {
-            goal: self.goal()?,
+            goal: &goal,
             draft: &draft,
             diagnostics: &self.state.plan_errors,
             tools: &self.engine.specs,
@@ -97,11 +98,12 @@ impl Run<'_> {
     }
 
     pub(super) async fn review_plan(&mut self) -> NodeResult {
+        let goal = self.goal()?;
         let outcome = self
             .engine
             .roles
             .reviewer
-            .review(self.goal()?, &self.state.plan)
+            .review(&goal, &self.state.plan)
             .await;
         let reply = self
             .answer(crate::roles::RoleName::Reviewer, outcome)

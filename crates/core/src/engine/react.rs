@@ -63,8 +63,9 @@ impl Run<'_> {
             .into());
         };
         let turns = history(&self.state, isolated);
+        let goal = self.goal()?;
         let request = ActRequest {
-            goal: self.goal()?,
+            goal: &goal,
             tools: &self.engine.specs,
             history: &turns,
             calls_left: cap.saturating_sub(made),
@@ -172,9 +173,8 @@ impl Run<'_> {
                 );
             }
         };
-        let outcome = summarizer
-            .summarize(self.goal()?, &thought, &tool, output)
-            .await;
+        let goal = self.goal()?;
+        let outcome = summarizer.summarize(&goal, &thought, &tool, output).await;
         let reply = self.answer(RoleName::Summarizer, outcome).await?;
         self.record(EventKind::StepSummarized {
             step: step.clone(),

@@ -123,7 +123,6 @@ impl Engine {
             });
         }
         let mut run = Run::new(self);
-        run.goal = (!state.goal.is_empty()).then(|| state.goal());
         run.state = state;
         run.record(EventKind::RunResumed {
             by: options.by,
@@ -143,6 +142,11 @@ impl Engine {
                 return Ok(run.state);
             }
         };
+        // What recover read of the log it has read; the rest reads the fold.
+        if !self.config.keep_history {
+            run.flush().await?;
+            run.state.forget_history();
+        }
         run.drive(next).await?;
         Ok(run.state)
     }

@@ -101,7 +101,7 @@ impl Run<'_> {
         let goal = self.goal()?;
         let strategy = &self.engine.strategy;
         let outcome = strategy
-            .choose(goal, &self.engine.specs, &self.engine.roles)
+            .choose(&goal, &self.engine.specs, &self.engine.roles)
             .await;
         let reply = self.answer(RoleName::Router, outcome).await?;
         let driver = reply.value.driver;

@@ -53,7 +53,7 @@ impl Run<'_> {
 
     pub(super) async fn stream_plan(&mut self) -> NodeResult {
         let engine = self.engine;
-        let goal = self.goal()?.clone();
+        let goal = self.goal()?;
         let request = PlanRequest {
             goal: &goal,
             tools: &engine.specs,

@@ -1,5 +1,7 @@
 //! execute_step: a step executor runs one step attempt in an isolated context.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -55,13 +57,20 @@ pub trait StepExecutor: Send + Sync {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ToolCallExecutor;
 
-#[async_trait]
+/// Written out rather than with `#[async_trait]`: the checks and the
+/// destructuring happen before the future is made, so the future a step in
+/// flight holds is the tool's call and little else (an `async fn` would
+/// keep the whole context beside it).
 impl StepExecutor for ToolCallExecutor {
-    async fn execute(
-        &self,
+    fn execute<'life0, 'async_trait>(
+        &'life0 self,
         context: StepContext,
         tool: Arc<dyn DynTool>,
-    ) -> Result<Reply<Value>, StepFailure> {
+    ) -> Pin<Box<dyn Future<Output = Result<Reply<Value>, StepFailure>> + Send + 'async_trait>>
+    where
+        'life0: 'async_trait,
+        Self: 'async_trait,
+    {
         let open = crate::plan::args::open_args(&context.args);
         if !open.is_empty() {
             let names: Vec<String> = open.iter().map(|(k, _)| format!("`{k}`")).collect();
@@ -70,7 +79,7 @@ impl StepExecutor for ToolCallExecutor {
             } else {
                 ("arguments", "are")
             };
-            return Err(StepFailure::new(
+            let failure = StepFailure::new(
                 FailureClass::Persistent,
                 crate::failure::FailureKind::InvalidArgs,
                 format!(
@@ -80,16 +89,22 @@ impl StepExecutor for ToolCallExecutor {
                     context.step.tool,
                     if names.len() == 1 { "it" } else { "them" },
                 ),
-            ));
+            );
+            return Box::pin(std::future::ready(Err(failure)));
         }
-        tool.call_json(context.tool_context, context.args)
-            .await
-            .map(Reply::free)
-            .map_err(|e| {
-                let mut failure =
-                    StepFailure::new(e.class, crate::failure::FailureKind::Tool, e.message);
-                failure.retry_after_ms = e.retry_after_ms;
-                failure
-            })
+        let StepContext {
+            args, tool_context, ..
+        } = context;
+        Box::pin(async move {
+            tool.call_json(tool_context, args)
+                .await
+                .map(Reply::free)
+                .map_err(|e| {
+                    let mut failure =
+                        StepFailure::new(e.class, crate::failure::FailureKind::Tool, e.message);
+                    failure.retry_after_ms = e.retry_after_ms;
+                    failure
+                })
+        })
     }
 }

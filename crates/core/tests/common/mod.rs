@@ -1,5 +1,11 @@
 //! Shared test harness: scripted roles, a recording tool, event helpers.
-#![allow(dead_code, unreachable_pub, clippy::unwrap_used, clippy::expect_used)]
+#![allow(
+    dead_code,
+    unreachable_pub,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic
+)]
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -28,6 +34,8 @@ pub enum Behaviour {
     Persistent,
     /// Sleep this long (to trip a timeout), then succeed.
     Hang(u64),
+    /// Panic, as a buggy tool would.
+    Panic,
 }
 
 /// A tool `work` whose behaviour is scripted per step (by the `step` arg) and
@@ -125,6 +133,10 @@ impl Work {
                         })
                     }
                     Behaviour::Persistent => Err(ToolError::persistent("404 not found")),
+                    Behaviour::Panic => {
+                        me.running.lock().unwrap().0 -= 1;
+                        panic!("the tool broke on {step}");
+                    }
                 };
                 me.running.lock().unwrap().0 -= 1;
                 me.calls.lock().unwrap()[index].2 = Instant::now();

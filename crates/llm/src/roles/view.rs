@@ -8,7 +8,6 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 use serde_json::Value;
-use stepwise_core::event::EventKind;
 use stepwise_core::{Constraints, RunState, Step, StepId, StepStatus, ToolSpec};
 
 /// Characters of one step's result shown to the synthesizer.
@@ -164,16 +163,9 @@ pub(crate) fn ran_steps(state: &RunState, budget: usize) -> Vec<RanStep> {
         .collect()
 }
 
-/// Why a step ended without success, from the log.
+/// Why a step was terminated, as folded from the log.
 pub(crate) fn failure_of(state: &RunState, step: &StepId) -> Option<String> {
-    state
-        .execution_history
-        .iter()
-        .rev()
-        .find_map(|e| match &e.kind {
-            EventKind::StepTerminated { step: s, reason } if s == step => Some(reason.clone()),
-            _ => None,
-        })
+    state.step_terminations.get(step).cloned()
 }
 
 /// A step as compact JSON (what a plan would hold).
