@@ -377,8 +377,9 @@ impl RunState {
     }
 
     /// [`apply`](Self::apply) without keeping the event: for a run whose
-    /// history is not kept in memory (see [`forget_history`](Self::forget_history)).
-    pub(crate) fn apply_forgetting(&mut self, event: &Event) -> Result<(), StateError> {
+    /// history is not kept in memory (see [`forget_history`](Self::forget_history)),
+    /// such as the state a store folds beside the log it writes.
+    pub fn apply_forgetting(&mut self, event: &Event) -> Result<(), StateError> {
         self.fold(event)
     }
 

@@ -51,14 +51,19 @@ impl SqliteStore {
                 }
                 (Some(_), _) => load_state(tx, run)?,
             };
+            // The events table holds the history; the fold kept beside it
+            // needs none (the snapshot is written without it).
+            state.forget_history();
             let mut insert = tx.prepare_cached(
                 "INSERT INTO events (run_id, seq, at, kind, body) VALUES (?1, ?2, ?3, ?4, ?5)",
             )?;
             for event in events {
-                state.apply(event).map_err(|source| StoreError::Invalid {
-                    run: run.clone(),
-                    source,
-                })?;
+                state
+                    .apply_forgetting(event)
+                    .map_err(|source| StoreError::Invalid {
+                        run: run.clone(),
+                        source,
+                    })?;
                 let body = to_json(event, "event")?;
                 tail.bytes = tail.bytes.saturating_add(body.len());
                 insert.execute((

@@ -77,6 +77,9 @@ async fn append(
         (Some((seq, at)), Some(c)) if c.last_seq == seq && c.updated_at == at => (c.state, c.tail),
         (Some(_), _) => load_state(&tx, run).await?,
     };
+    // The events table holds the history; the fold kept beside it needs
+    // none (the snapshot is written without it).
+    state.forget_history();
     let insert = tx
         .prepare(
             "INSERT INTO stepwise.events (run_id, seq, at, kind, body, fence)
@@ -85,10 +88,12 @@ async fn append(
         .await?;
     let fence = fence.map(|f| to_i64(f, "fence")).transpose()?;
     for event in events {
-        state.apply(event).map_err(|source| StoreError::Invalid {
-            run: run.clone(),
-            source,
-        })?;
+        state
+            .apply_forgetting(event)
+            .map_err(|source| StoreError::Invalid {
+                run: run.clone(),
+                source,
+            })?;
         let body = to_json(event, "event")?;
         tail.bytes = tail.bytes.saturating_add(body.len());
         let seq = to_i64(event.seq, "event seq")?;
