@@ -21,13 +21,41 @@ use serde_json::Value;
 use super::args::{parse_output_path, select};
 
 /// One acceptance criterion of a step.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[serde(untagged)]
 pub enum Criterion {
     /// A check the engine evaluates without a model.
     Check(Check),
     /// What the result must show, in words: judged by the assessor.
     Text(String),
+}
+
+/// A string is a text criterion and an object a check, decided by the
+/// JSON's type: what `untagged` would do, without first trying a string as
+/// a check (which buffers it and builds an error to throw away, for every
+/// criterion of every step the validator reads), and with the check's own
+/// error when an object is not a valid check.
+impl<'de> Deserialize<'de> for Criterion {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Either;
+        impl<'de> serde::de::Visitor<'de> for Either {
+            type Value = Criterion;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a criterion in words (a string) or a check (an object with `check`)")
+            }
+            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Criterion, E> {
+                Ok(Criterion::Text(text.to_owned()))
+            }
+            fn visit_string<E: serde::de::Error>(self, text: String) -> Result<Criterion, E> {
+                Ok(Criterion::Text(text))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Criterion, A::Error> {
+                Check::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(Criterion::Check)
+            }
+        }
+        deserializer.deserialize_any(Either)
+    }
 }
 
 impl From<&str> for Criterion {
@@ -264,9 +292,19 @@ mod tests {
         assert_eq!(all_typed(&cs[1..]).map(|v| v.len()), Some(1));
         // An unknown check or field is not silently text.
         assert!(serde_json::from_value::<Criterion>(json!({"check": "nosuch"})).is_err());
-        assert!(
-            serde_json::from_value::<Criterion>(json!({"check": "non_empty", "pth": "x"})).is_err()
-        );
+        let unknown_field =
+            serde_json::from_value::<Criterion>(json!({"check": "non_empty", "pth": "x"}))
+                .unwrap_err()
+                .to_string();
+        assert!(unknown_field.contains("pth"), "{unknown_field}");
+        // Neither a string nor an object.
+        let number = serde_json::from_value::<Criterion>(json!(3))
+            .unwrap_err()
+            .to_string();
+        assert!(number.contains("a criterion in words"), "{number}");
+        // What is written reads back the same, from JSON text too.
+        let text = serde_json::to_string(&cs).unwrap();
+        assert_eq!(serde_json::from_str::<Vec<Criterion>>(&text).unwrap(), cs);
     }
 
     #[test]
