@@ -974,7 +974,7 @@ fn check_corpus(name: &str) {
 
 // ---------------------------------------------------------------- tests
 
-const CORPORA: [&str; 38] = [
+const CORPORA: [&str; 42] = [
     "broker-en",
     "streetlights-en",
     "remote-work-ko",
@@ -1013,6 +1013,10 @@ const CORPORA: [&str; 38] = [
     "fieldsurvey-en",
     "security-guard-ko",
     "kiosk-order-ko",
+    "vetclinic-en",
+    "solarfarm-en",
+    "daycare-bus-ko",
+    "callcenter-ko",
 ];
 
 /// The fixtures mean what their labels say: every labelled note exists,
@@ -1400,4 +1404,27 @@ fn honest_briefs_on_the_security_guard_ko_corpus() {
 #[test]
 fn honest_briefs_on_the_kiosk_order_ko_corpus() {
     check_corpus("kiosk-order-ko");
+}
+
+#[test]
+#[ignore = "known miss (blind corpus 12): the phrasing \"Is Quillon Practice good enough on data migration to justify it over Vantry, and what does each cost us?\" yields no dimension sections; 9 of 10 runs pass in every strategy, pooled precision 100%, coverage 90%; first reading 100% precision, 79% coverage (see docs/bench.md)"]
+fn honest_briefs_on_the_vetclinic_en_corpus() {
+    check_corpus("vetclinic-en");
+}
+
+#[test]
+#[ignore = "known miss (blind corpus 12): landfill cap protection (written as ballast, geomembrane, cover soil, bearing pressure) is found in none of its phrasings; 5 of 10 runs pass in every strategy, pooled precision 100%, coverage 74%; first reading 77% precision, 53% coverage (see docs/bench.md)"]
+fn honest_briefs_on_the_solarfarm_en_corpus() {
+    check_corpus("solarfarm-en");
+}
+
+#[test]
+fn honest_briefs_on_the_daycare_bus_ko_corpus() {
+    check_corpus("daycare-bus-ko");
+}
+
+#[test]
+#[ignore = "known miss (blind corpus 12): under 상담 품질 the kickoff's IT notice on 통화 품질 (the phone switch works) is cited in three phrasings; 7 of 10 runs pass in every strategy, pooled precision 94%, coverage 100%; first reading 94% precision, 67% coverage (see docs/bench.md)"]
+fn honest_briefs_on_the_callcenter_ko_corpus() {
+    check_corpus("callcenter-ko");
 }

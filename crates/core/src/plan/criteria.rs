@@ -49,7 +49,10 @@ impl<'de> Deserialize<'de> for Criterion {
             fn visit_string<E: serde::de::Error>(self, text: String) -> Result<Criterion, E> {
                 Ok(Criterion::Text(text))
             }
-            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Criterion, A::Error> {
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<Criterion, A::Error> {
                 Check::deserialize(serde::de::value::MapAccessDeserializer::new(map))
                     .map(Criterion::Check)
             }

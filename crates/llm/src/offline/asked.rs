@@ -37,6 +37,7 @@ const CUES: &[(&str, bool)] = &[
     ("comparing", false),
     ("evaluate", false),
     ("assess", false),
+    ("weigh up", false),
     ("weigh", false),
     ("cover", true),
     ("covering", true),
@@ -96,7 +97,11 @@ pub(crate) const KO_VERBS: &[&str] = &[
 const KO_WHICH: &[&str] = &["어느", "어떤", "나은지", "좋은지", "나을지", "맞을지"];
 
 /// Korean words that say "in terms of" after a list.
-const KO_ASPECTS: &[&str] = &["측면", "관점", "기준", "면에서", "중심"];
+const KO_ASPECTS: &[&str] = &["측면", "관점", "기준", "면에서", "중심", "위주"];
+
+/// Korean words that end a question about what comes before them ("비용이랑
+/// 품질은 어떤가요?"): how-is-it words, dropped before the list is read.
+const KO_HOW_IS: &[&str] = &["어떤가", "어떤지", "어때", "어떻", "어떠"];
 
 /// Leading words an item loses ("the cost" → "cost").
 const LEADING: &[&str] = &[
@@ -338,7 +343,7 @@ fn after_cue(clause: &str) -> Option<(String, bool, bool)> {
             let before_ok = at == 0
                 || lower[..at].ends_with(' ')
                     && (lower[..at].trim_end().is_empty()
-                        || lower[..at].trim_end().ends_with(',')
+                        || lower[..at].trim_end().ends_with([',', '-', '–', '—'])
                         || lower[..at]
                             .split_whitespace()
                             .last()
@@ -553,8 +558,18 @@ fn korean_list(clause: &str) -> Option<String> {
         }
     }
     // "고용 승계와 메뉴 만족도는?": a clause that is only a list, its last
-    // item marked as the topic, asks about each ("What about A and B?").
+    // item marked as the topic, asks about each ("What about A and B?"),
+    // politely too ("… 상태는요?", "… 품질은 어떤가요?").
+    let mut words = words;
+    if words.len() > 2
+        && words
+            .last()
+            .is_some_and(|w| KO_HOW_IS.iter().any(|h| w.starts_with(h)))
+    {
+        words.pop();
+    }
     let last = words.last()?;
+    let last = last.strip_suffix('요').unwrap_or(last);
     let topic = last
         .strip_suffix('는')
         .or_else(|| last.strip_suffix('은'))?;
@@ -719,6 +734,9 @@ mod tests {
         );
         assert_eq!(a.dimensions, ["cost", "throughput", "staff training"]);
         assert_eq!(a.entities, ["Kafka", "RabbitMQ", "SQS"]);
+        // After a dash, and "weigh up" as one cue.
+        let a = asked("Vantry or Quillon to replace Vetlink - weigh up cost and client reminders.");
+        assert_eq!(a.dimensions, ["cost", "client reminders"]);
     }
 
     #[test]
@@ -844,6 +862,12 @@ mod tests {
         assert!(a.dimensions.is_empty(), "{:?}", a.dimensions);
         let a = asked("비용이랑 소음은?");
         assert_eq!(a.dimensions, ["비용", "소음"]);
+        let a = asked("통학 차량을 초록길에 맡기면 어때요? 비용이랑 차량 상태는요?");
+        assert_eq!(a.dimensions, ["비용", "차량 상태"]);
+        let a = asked("메아리로 가면 어때요? 비용이랑 상담 품질은 어떤가요?");
+        assert_eq!(a.dimensions, ["비용", "상담 품질"]);
+        let a = asked("업체를 확정해야 한다. 비용과 피크 대응 위주로 정리해 줘.");
+        assert_eq!(a.dimensions, ["비용", "피크 대응"]);
         let a = asked("서하구는 공공자전거를 직영해야 하는가?");
         assert!(a.dimensions.is_empty(), "{:?}", a.dimensions);
         let a = asked("EMR 인프라 교체안을 비용·응답 속도·탄소 배출 기준으로 평가해 줘.");

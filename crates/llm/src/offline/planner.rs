@@ -195,7 +195,7 @@ mod tests {
         // outrank the dimension (the judge keeps other subjects out).
         assert_eq!(
             query_for(&asked, "cost"),
-            "cost price prices priced pricing expense expenses fee fees invoice invoiced invoices 가격 단가 금액 인건비 운영비 유지비 사업비 구축비 도입비 월정액 렌탈료 임대료 수수료 비용"
+            "cost price prices priced pricing expense expenses fee fees invoice invoiced invoices 가격 단가 금액 인건비 운영비 유지비 사업비 구축비 도입비 월정액 렌탈료 임대료 수수료 위탁료 비용"
         );
         let (qs, _) = sub_questions(
             &goal(

@@ -300,8 +300,24 @@ fn about_refreshments(sentence: &str) -> bool {
     holds_any(sentence, REFRESHMENTS) && holds_any(sentence, MEETINGS)
 }
 
+/// How a sentence books an expense to one of the organisation's own budget
+/// lines ("billed to the DPW engineering line", "사무국 운영비에서 낸다"): a
+/// remark on who pays for the review, the trip or the plotter, not on what
+/// an option costs.
+const BOOKED_TO: &[&str] = &[
+    "billed to the",
+    "charged to the",
+    "paid out of the",
+    "paid from the",
+    "운영비에서 낸다",
+    "운영비에서 냈다",
+    "운영비로 처리",
+    "예산에서 낸다",
+    "예산에서 냈다",
+];
+
 pub(crate) fn is_quotable(raw: &str, sentence: &str) -> bool {
-    if about_refreshments(sentence) {
+    if about_refreshments(sentence) || holds_any(sentence, BOOKED_TO) {
         return false;
     }
     // A list item states its fact without a full stop.
@@ -561,6 +577,13 @@ mod tests {
     fn meetings_refreshments_and_to_do_lists_are_not_evidence() {
         let snack = "회의 도시락 비용 18만 원은 총무팀 운영비로 처리했다.";
         assert!(!is_quotable(snack, snack));
+        // Who pays for the trip or the review, from the organisation's budget.
+        for booked in [
+            "오늘 차고지 두 곳을 다녀온 유류비 24,000원은 사무국 운영비에서 낸다.",
+            "Our fee for this review was $6,800, billed to the DPW engineering line.",
+        ] {
+            assert!(!is_quotable(booked, booked), "{booked}");
+        }
         let price = "학생 정식 4,500원, 교직원 정식 6,000원";
         assert!(is_quotable(&format!("- {price}"), price));
         for heading in ["할 일", "Actions", "**Next steps**", "남은 질문"] {
