@@ -23,13 +23,17 @@ struct Pair {
     logged: Vec<Event>,
 }
 
+/// The harness's engine keeping no history, every event into `store`.
+fn forgetting(h: Harness, store: &Arc<MemoryStore>) -> stepwise_core::Engine {
+    h.config(|c| c.keep_history = false)
+        .engine()
+        .with_sink(Arc::new(StoreSink::new(store.clone(), None)))
+}
+
 async fn both(make: impl Fn() -> Harness, goal: &str) -> Pair {
     let kept = make().run(goal).await;
     let store = Arc::new(MemoryStore::new());
-    let forgot = make()
-        .config(|c| c.keep_history = false)
-        .engine()
-        .with_sink(Arc::new(StoreSink::new(store.clone(), None)))
+    let forgot = forgetting(make(), &store)
         .run(goal, Default::default())
         .await
         .unwrap();
@@ -152,10 +156,7 @@ async fn a_resumed_run_that_keeps_no_history_finishes_like_one_never_stopped() {
         .await
         .unwrap();
     let stopped = store.state(&whole.run_id).await.unwrap();
-    let resumed = make()
-        .config(|c| c.keep_history = false)
-        .engine()
-        .with_sink(Arc::new(StoreSink::new(store.clone(), None)))
+    let resumed = forgetting(make(), &store)
         .resume(stopped, ResumeOptions::default())
         .await
         .unwrap();
