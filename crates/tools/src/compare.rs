@@ -672,6 +672,13 @@ fn number_marker(tokens: &[Token], i: usize) -> Option<Marker> {
         .filter(|n| n.kind == Kind::Word)
         .map(|n| n.lower.as_str())
     {
+        // "1~12월": a span of months (the whole year), not December.
+        let span_end = i >= 2
+            && matches!(tokens[i - 1].kind, Kind::Symbol('~' | '～' | '-' | '–'))
+            && tokens[i - 2].number().is_some();
+        if span_end && w.starts_with('월') {
+            return Some(Marker::Silent);
+        }
         let after = tokens.get(i + 2);
         if let Some(marker) =
             ordinal_marker(w, n, after).or_else(|| korean_period(w, n, year, after))
@@ -1777,6 +1784,27 @@ impl<'a> Reader<'a> {
         (segment, own)
     }
 
+    /// Whether `clause` follows a Korean clause ending in a connective
+    /// (-며, -고) and a comma: the same subject goes on.
+    fn joined_to_previous(&self, clause: usize) -> bool {
+        let Some(first) = (0..self.tokens.len()).find(|j| self.clause_of[*j] == clause) else {
+            return false;
+        };
+        // The break that opened this clause, and the word before it.
+        let before = first
+            .checked_sub(1)
+            .and_then(|j| self.tokens.get(j))
+            .filter(|t| t.kind == Kind::Word);
+        let at_break = self
+            .tokens
+            .get(first)
+            .is_some_and(|t| matches!(t.kind, Kind::Break(',')));
+        at_break
+            && before.is_some_and(|t| {
+                t.text.chars().any(is_hangul) && (t.text.ends_with('며') || t.text.ends_with('고'))
+            })
+    }
+
     fn figure(&self, r: &Reading, anchors: &[(usize, usize)]) -> Figure {
         let clause = self.clause_of[r.at];
         let in_clause: Vec<usize> = (0..self.tokens.len())
@@ -1794,6 +1822,15 @@ impl<'a> Reader<'a> {
         }
         if entities.is_empty() {
             entities = self.entities(&self.own_context);
+        }
+        // "둔산 센터의 평균 근속은 27개월이며, 이직률은 32%였다": a Korean
+        // clause joined to the one before by a connective ending (-며, -고)
+        // and naming no subject goes on with that clause's.
+        if entities.is_empty() && self.joined_to_previous(clause) {
+            let earlier: Vec<usize> = (0..self.tokens.len())
+                .filter(|j| self.clause_of[*j] + 1 == clause)
+                .collect();
+            entities = self.entities(&earlier);
         }
         let skip = |j: &usize| {
             self.used.contains(j) || self.marks.contains_key(j) || self.entity(*j).is_some()
@@ -2465,6 +2502,25 @@ mod tests {
         assert_eq!(periods("Over three years, it costs $120,000."), ["h3year"]);
         assert_eq!(periods("The first-year cost is $40,000."), ["year1"]);
         assert_eq!(periods("In July, it cost $500."), ["m7"]);
+        // A span of months is the year it spans, not its last month.
+        assert_eq!(
+            periods("현황표(2024년 1~12월)로 보면 2024년 이직률은 41%입니다."),
+            ["y2024"]
+        );
+
+        // A Korean clause joined by -며 goes on with the subject before it.
+        let entities = |s: &str| -> Vec<Vec<String>> {
+            read(s)
+                .into_iter()
+                .map(|f| f.entities.into_keys().collect())
+                .collect()
+        };
+        assert_eq!(
+            entities(
+                "둔산 센터 상담사의 평균 근속은 27개월이며, 2024년 연간 이직률은 32%였습니다."
+            ),
+            [vec!["둔산".to_owned()], vec!["둔산".to_owned()]]
+        );
     }
 
     #[test]
