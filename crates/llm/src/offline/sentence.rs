@@ -435,8 +435,23 @@ pub(crate) fn excludes_itself(sentence: &str) -> bool {
 }
 
 /// Whether a note's title or opening puts the note outside the decision.
+/// A sentence that sets aside an option it names ("한누리관광은 … 제외하기로
+/// 했다", "Kiosko was ruled out") reports a decision about that option, not
+/// about the note: minutes that open with it go on about the others.
+/// A Korean option may be named by the sentence before ("한누리관광은 …
+/// 없다. 견적은 … 제외하기로 했다").
 pub(crate) fn out_of_scope(opening: &str) -> bool {
-    holds_any(opening, SELF_EXCLUSIONS) || holds_any(opening, SET_ASIDE)
+    let sentences = stepwise_tools::notes::sentences(opening);
+    sentences.iter().enumerate().any(|(i, s)| {
+        let names_option = || {
+            dropped_option(s).is_some()
+                || dropped_korean_name(s).is_some()
+                || i.checked_sub(1).is_some_and(|p| {
+                    dropped_korean_name(&format!("{} {s}", sentences[p])).is_some()
+                })
+        };
+        holds_any(s, SELF_EXCLUSIONS) || holds_any(s, SET_ASIDE) && !names_option()
+    })
 }
 
 /// Headings of a note's to-do list or open questions (lower case).
@@ -571,6 +586,22 @@ mod tests {
         ] {
             assert_eq!(is_statement(sentence), quotable, "{sentence}");
         }
+    }
+
+    #[test]
+    fn an_opening_that_sets_a_named_option_aside_keeps_its_note_in() {
+        // Minutes that open by dropping one bidder go on about the others.
+        assert!(!out_of_scope(
+            "한누리관광은 25인승 이상만 운영해서 노선에 들어갈 수 없다. \
+             견적은 가장 낮았지만 제외하기로 했다."
+        ));
+        assert!(!out_of_scope(
+            "Kiosko was ruled out in March. The rest is on the two finalists."
+        ));
+        // A note that sets itself, or an unnamed option, aside is out.
+        assert!(out_of_scope("이 공사는 이번 검토 대상이 아니다."));
+        assert!(out_of_scope("Separate from the street light conversion."));
+        assert!(out_of_scope("견적은 가장 낮았지만 제외하기로 했다."));
     }
 
     #[test]
