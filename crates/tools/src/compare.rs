@@ -1711,6 +1711,23 @@ impl<'a> Reader<'a> {
         let context: Vec<usize> = (0..tokens.len())
             .filter(|j| !with_figures.contains(&clause_of[*j]))
             .collect();
+        // Clauses whose figure comes after a frame that ends in them ("로
+        // 보면 2024년 이직률은 41%"): a frame split by a parenthesis
+        // ("인력 현황표(2024년 1~12월)로 보면") began in the clauses before.
+        let framed_from: BTreeSet<usize> = readings
+            .iter()
+            .filter(|r| {
+                let c = clause_of[r.at];
+                (0..r.start)
+                    .any(|j| clause_of[j] == c && tokens.get(j).is_some_and(|t| ends_frame(t)))
+            })
+            .map(|r| clause_of[r.at])
+            .collect();
+        let valued: BTreeSet<usize> = readings
+            .iter()
+            .filter(|r| !r.bound)
+            .map(|r| clause_of[r.at])
+            .collect();
         let source = |c: usize| {
             let words: Vec<&Token> = (0..tokens.len())
                 .filter(|j| clause_of[*j] == c)
@@ -1719,7 +1736,13 @@ impl<'a> Reader<'a> {
             let opens = words
                 .first()
                 .is_some_and(|t| listed(SOURCE_OPENERS, &t.lower));
-            opens || words.last().is_some_and(|t| ends_frame(t))
+            // The next clause with a figure opens with the rest of a frame.
+            // (A bound or a range, "1~12월", is no figure to stop at.)
+            let frame_goes_on = (c + 1..)
+                .take_while(|n| *n <= clause_of.last().copied().unwrap_or(0))
+                .find(|n| valued.contains(n))
+                .is_some_and(|n| framed_from.contains(&n));
+            opens || words.last().is_some_and(|t| ends_frame(t)) || frame_goes_on
         };
         let own_context = context
             .iter()
@@ -1831,6 +1854,19 @@ impl<'a> Reader<'a> {
                 .filter(|j| self.clause_of[*j] + 1 == clause)
                 .collect();
             entities = self.entities(&earlier);
+        }
+        // A Korean source frame before the figure may name its subject ("둔산
+        // 센터 인력 현황표로 보면 …"); an English one opens with a capital
+        // that names nothing ("According to …").
+        if entities.is_empty() {
+            let sources: Vec<usize> = self
+                .context
+                .iter()
+                .copied()
+                .filter(|j| !self.own_context.contains(j))
+                .collect();
+            entities = self.entities(&sources);
+            entities.retain(|key, _| key.chars().any(is_hangul));
         }
         let skip = |j: &usize| {
             self.used.contains(j) || self.marks.contains_key(j) || self.entity(*j).is_some()

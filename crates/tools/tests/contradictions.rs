@@ -294,6 +294,13 @@ fn look_alikes_are_not_contradictions() {
 
 /// Real contradictions: `(note a, note b, words the label must contain)`.
 const CONTRADICTIONS: &[(&str, &str, &str)] = &[
+    // The subject in the clause before (-며) and in a frame split by a
+    // parenthesis; "1~12월" is the year, not December.
+    (
+        "둔산 센터 상담사의 평균 근속은 27개월이며, 2024년 연간 이직률은 32%였습니다.",
+        "메아리씨에스 - 둔산 센터 인력 현황표(2024년 1~12월)로 보면 2024년 연간 이직률은 41%입니다.",
+        "연간 이직률 (%)",
+    ),
     (
         "Of 18,600 bot conversations, 27% were resolved without escalation to a human agent.",
         "Headline: 41% of conversations were resolved without escalation to a human agent, against a target of 30%.",
