@@ -1718,8 +1718,7 @@ impl<'a> Reader<'a> {
             .iter()
             .filter(|r| {
                 let c = clause_of[r.at];
-                (0..r.start)
-                    .any(|j| clause_of[j] == c && tokens.get(j).is_some_and(|t| ends_frame(t)))
+                (0..r.start).any(|j| clause_of[j] == c && tokens.get(j).is_some_and(ends_frame))
             })
             .map(|r| clause_of[r.at])
             .collect();
