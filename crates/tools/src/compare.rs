@@ -1613,6 +1613,12 @@ impl Vocabulary {
 /// count: an acronym or inner capital ("RAG", "MSK", "RabbitMQ"), a name
 /// the notes capitalise inside sentences, or a Korean organisation name.
 fn named_in(title: &str, vocabulary: &Vocabulary) -> BTreeSet<String> {
+    // An email's subject tags ("[위탁 TF] …", "[External] …") file the
+    // message; they name no subject of it.
+    let mut title = title.trim_start();
+    while let Some(rest) = title.strip_prefix('[').and_then(|r| r.split_once(']')) {
+        title = rest.1.trim_start();
+    }
     let tokens = lex(title);
     let marks = markers(&tokens);
     let strong = |t: &Token| {
@@ -2663,6 +2669,16 @@ mod tests {
         assert_eq!(found("Load test: MSK", "RabbitMQ spike"), 0);
         assert_eq!(found("Load test: MSK", "MSK retest"), 1);
         assert_eq!(found("Load test notes", "Retest notes"), 1);
+    }
+
+    #[test]
+    fn an_emails_subject_tag_names_no_subject() {
+        let title = "[위탁 TF] 두 업체 상담 인력 자료 검토 의견";
+        let vocabulary = Vocabulary::of(std::iter::once(title));
+        assert!(named_in(title, &vocabulary).is_empty());
+        let tagged = "[External] Kestrel quote";
+        let vocabulary = Vocabulary::of(std::iter::once(tagged));
+        assert_eq!(named_in(tagged, &vocabulary).len(), 1);
     }
 
     #[test]
