@@ -227,6 +227,60 @@ async fn a_tool_that_panics_fails_its_step_and_the_run_goes_on() {
     assert!(state.status.has_ended() || state.status == RunStatus::NeedsReview);
 }
 
+/// An executor that panics while it sets the call up, before any future.
+struct Broken;
+
+impl stepwise_core::roles::StepExecutor for Broken {
+    fn execute<'life0, 'async_trait>(
+        &'life0 self,
+        _context: stepwise_core::roles::StepContext,
+        _tool: std::sync::Arc<dyn stepwise_core::DynTool>,
+    ) -> std::pin::Pin<
+        Box<
+            dyn std::future::Future<
+                    Output = Result<
+                        stepwise_core::roles::Reply<serde_json::Value>,
+                        stepwise_core::StepFailure,
+                    >,
+                > + Send
+                + 'async_trait,
+        >,
+    >
+    where
+        'life0: 'async_trait,
+        Self: 'async_trait,
+    {
+        panic!("the executor broke while setting up");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_executor_that_panics_before_its_call_fails_the_step_not_the_run() {
+    let h = Harness::new(vec![plan(vec![step("a", &[])])])
+        .config(|c| c.max_replans = 0)
+        .roles(|r| r.with_executor(std::sync::Arc::new(Broken)));
+    let state = h.run("Broken executor").await;
+
+    let failed = events_of(&state, "step_failed");
+    let [failed] = failed.as_slice() else {
+        panic!("one step_failed, got {failed:?}");
+    };
+    let EventKind::StepFailed { failure, .. } = &failed.kind else {
+        unreachable!()
+    };
+    assert!(
+        failure
+            .message
+            .contains("the executor broke while setting up"),
+        "{}",
+        failure.message
+    );
+    assert_eq!(
+        state.plan.step(&StepId::new("a")).unwrap().status,
+        StepStatus::Terminated
+    );
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_failed_precondition_is_a_typed_outcome_and_the_tool_is_not_called() {
     let check = step("b", &["a"]).require(Precondition::NonEmpty {

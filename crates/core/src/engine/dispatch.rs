@@ -180,7 +180,9 @@ impl Run<'_> {
                 let context = Box::new(context);
                 self.in_flight.spawn(async move {
                     let started = tokio::time::Instant::now();
-                    let call = caught(executor.execute(*context, tool));
+                    // The call made inside `caught` too: a panic while the
+                    // executor sets the call up is the attempt's failure.
+                    let call = caught(async move { executor.execute(*context, tool).await });
                     let result = match timeout_ms {
                         Some(ms) => tokio::time::timeout(Duration::from_millis(ms), call)
                             .await
