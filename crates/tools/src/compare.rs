@@ -1728,6 +1728,7 @@ impl<'a> Reader<'a> {
             })
             .map(|r| clause_of[r.at])
             .collect();
+        let last_clause = clause_of.last().copied().unwrap_or(0);
         let valued: BTreeSet<usize> = readings
             .iter()
             .filter(|r| !r.bound)
@@ -1743,8 +1744,7 @@ impl<'a> Reader<'a> {
                 .is_some_and(|t| listed(SOURCE_OPENERS, &t.lower));
             // The next clause with a figure opens with the rest of a frame.
             // (A bound or a range, "1~12월", is no figure to stop at.)
-            let frame_goes_on = (c + 1..)
-                .take_while(|n| *n <= clause_of.last().copied().unwrap_or(0))
+            let frame_goes_on = (c + 1..=last_clause)
                 .find(|n| valued.contains(n))
                 .is_some_and(|n| framed_from.contains(&n));
             opens || words.last().is_some_and(|t| ends_frame(t)) || frame_goes_on

@@ -208,13 +208,7 @@ pub fn engine(
     concurrency: usize,
     keep_history: bool,
 ) -> Engine {
-    let config = RunConfig {
-        max_steps: plan.len(),
-        concurrency,
-        keep_history,
-        ..RunConfig::default()
-    };
-    engine_with(plan, latency, config).0
+    engine_with(plan, latency, concurrency, keep_history).0
 }
 
 /// [`engine`] keeping the history, and its planner.
@@ -223,19 +217,21 @@ pub fn engine_and_planner(
     latency: Option<Duration>,
     concurrency: usize,
 ) -> (Engine, Arc<FixedPlanner>) {
-    let config = RunConfig {
-        max_steps: plan.len(),
-        concurrency,
-        ..RunConfig::default()
-    };
-    engine_with(plan, latency, config)
+    engine_with(plan, latency, concurrency, true)
 }
 
 fn engine_with(
     plan: Vec<Step>,
     latency: Option<Duration>,
-    config: RunConfig,
+    concurrency: usize,
+    keep_history: bool,
 ) -> (Engine, Arc<FixedPlanner>) {
+    let config = RunConfig {
+        max_steps: plan.len(),
+        concurrency,
+        keep_history,
+        ..RunConfig::default()
+    };
     let planner = Arc::new(FixedPlanner::new(draft_of(&plan)));
     let roles = Roles::new(
         Arc::clone(&planner) as Arc<dyn Planner>,
