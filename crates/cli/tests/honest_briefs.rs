@@ -974,7 +974,7 @@ fn check_corpus(name: &str) {
 
 // ---------------------------------------------------------------- tests
 
-const CORPORA: [&str; 42] = [
+const CORPORA: [&str; 46] = [
     "broker-en",
     "streetlights-en",
     "remote-work-ko",
@@ -1017,6 +1017,10 @@ const CORPORA: [&str; 42] = [
     "solarfarm-en",
     "daycare-bus-ko",
     "callcenter-ko",
+    "foodbank-en",
+    "snowplow-en",
+    "pool-ko",
+    "wifi-ko",
 ];
 
 /// The fixtures mean what their labels say: every labelled note exists,
@@ -1407,7 +1411,6 @@ fn honest_briefs_on_the_kiosk_order_ko_corpus() {
 }
 
 #[test]
-#[ignore = "known miss (blind corpus 12): the phrasing \"Is Quillon Practice good enough on data migration to justify it over Vantry, and what does each cost us?\" yields no dimension sections; 9 of 10 runs pass in every strategy, pooled precision 100%, coverage 90%; first reading 100% precision, 79% coverage (see docs/bench.md)"]
 fn honest_briefs_on_the_vetclinic_en_corpus() {
     check_corpus("vetclinic-en");
 }
@@ -1427,4 +1430,27 @@ fn honest_briefs_on_the_daycare_bus_ko_corpus() {
 #[ignore = "known miss (blind corpus 12): under 상담 품질 the kickoff's IT notice on 통화 품질 (the phone switch works) is cited in three phrasings; 7 of 10 runs pass in every strategy, pooled precision 94%, coverage 100%; first reading 94% precision, 67% coverage (see docs/bench.md)"]
 fn honest_briefs_on_the_callcenter_ko_corpus() {
     check_corpus("callcenter-ko");
+}
+
+#[test]
+#[ignore = "known miss (blind corpus 13): volunteer sign-up experience, written as booking a shift, one-time codes and group blocks, is found in none of its phrasings; 6 of 10 runs pass in every strategy, pooled precision 100%, coverage 78%; first reading 71% precision, 72% coverage (see docs/bench.md)"]
+fn honest_briefs_on_the_foodbank_en_corpus() {
+    check_corpus("foodbank-en");
+}
+
+#[test]
+#[ignore = "known miss (blind corpus 13): under cost, the outgoing contractor's \"Nothing further is owed either way once the April invoice is paid\" is cited in one phrasing; 9 of 10 runs pass in every strategy, pooled precision 98%, coverage 100%; first reading 85% precision, 89% coverage (see docs/bench.md)"]
+fn honest_briefs_on_the_snowplow_en_corpus() {
+    check_corpus("snowplow-en");
+}
+
+#[test]
+#[ignore = "known miss (blind corpus 13): the site visit's lifeguards seen at another pool (순회 요원 2명) are paired with the proposal's (풀사이드 순회 3명) as a contradiction in three phrasings; 7 of 10 runs pass in every strategy, pooled precision 100%, coverage 100%, 18 spurious contradictions in 60 runs; first reading 64% precision, 22% coverage, 24 spurious (see docs/bench.md)"]
+fn honest_briefs_on_the_pool_ko_corpus() {
+    check_corpus("pool-ko");
+}
+
+#[test]
+fn honest_briefs_on_the_wifi_ko_corpus() {
+    check_corpus("wifi-ko");
 }

@@ -1543,6 +1543,8 @@ struct Statement {
     figures: Vec<Figure>,
     /// The subjects its note's title names ("Load test report: MSK and SQS").
     title_entities: BTreeSet<String>,
+    /// The companies among them ("(주)물빛스포츠 — … 제안서").
+    title_companies: BTreeSet<String>,
 }
 
 /// Reads a sentence of the note `note_id` titled `title`, telling names
@@ -1559,6 +1561,7 @@ fn statement(note_id: &str, title: &str, sentence: &str, vocabulary: &Vocabulary
         tokens,
         figures,
         title_entities: named_in(title, vocabulary),
+        title_companies: companies_in(title, vocabulary),
     }
 }
 
@@ -1634,13 +1637,7 @@ fn named_in(title: &str, vocabulary: &Vocabulary) -> BTreeSet<String> {
     // A company the title names, by its marker ("대성관광(주) 제안서 요약")
     // or bare where some note gives the marker ("평택 통화 메모 (한솔유니폼
     // 사용 경험)"): the vocabulary's companies include the titles' own.
-    for name in vocabulary
-        .companies
-        .iter()
-        .filter(|c| title.contains(c.as_str()))
-    {
-        named.insert(stem(&name.to_lowercase()));
-    }
+    named.extend(companies_in(title, vocabulary));
     // A title headed by a name before its colon or dash ("Northfield
     // Mechanical: proposal summary"): capitalised words no passage writes
     // in lower case.
@@ -1665,6 +1662,18 @@ fn named_in(title: &str, vocabulary: &Vocabulary) -> BTreeSet<String> {
         }
     }
     named
+}
+
+/// The companies a title names, by their marker ("대성관광(주) 제안서 요약")
+/// or bare where some note gives the marker ("평택 통화 메모 (한솔유니폼
+/// 사용 경험)"): the vocabulary's companies include the titles' own.
+fn companies_in(title: &str, vocabulary: &Vocabulary) -> BTreeSet<String> {
+    vocabulary
+        .companies
+        .iter()
+        .filter(|c| title.contains(c.as_str()))
+        .map(|name| stem(&name.to_lowercase()))
+        .collect()
 }
 
 /// A lexed sentence and what its figures are read against.
@@ -2107,9 +2116,14 @@ fn same_attribute(a: &Figure, sa: &Statement, b: &Figure, sb: &Statement) -> Opt
     // Notes whose titles name different subjects ("RabbitMQ spike", "MSK
     // load test") are about different things even where a sentence names
     // none.
-    let titles_fit = sa.title_entities.is_empty()
+    // Two companies' own documents ("(주)물빛스포츠 — 제안서", "한결레저(주)
+    // 제안서") differ in subject even where both titles name the site.
+    let titles_fit = (sa.title_entities.is_empty()
         || sb.title_entities.is_empty()
-        || !sa.title_entities.is_disjoint(&sb.title_entities);
+        || !sa.title_entities.is_disjoint(&sb.title_entities))
+        && (sa.title_companies.is_empty()
+            || sb.title_companies.is_empty()
+            || !sa.title_companies.is_disjoint(&sb.title_companies));
     let comparable = !a.bound
         && !b.bound
         && a.unit.key == b.unit.key
@@ -2701,6 +2715,14 @@ mod tests {
         assert_eq!(
             found("평택 통화 메모 (한솔유니폼 사용 경험)", "한솔유니폼 재견적"),
             1
+        );
+        // Both titles name the site too: the companies still differ.
+        assert_eq!(
+            found(
+                "(주)한솔유니폼 — 평택2공장 근무복 제안서",
+                "(주)청우복장 제안서 — 평택2공장 근무복"
+            ),
+            0
         );
     }
 }

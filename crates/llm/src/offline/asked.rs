@@ -100,8 +100,9 @@ const KO_WHICH: &[&str] = &["어느", "어떤", "나은지", "좋은지", "나�
 const KO_ASPECTS: &[&str] = &["측면", "관점", "기준", "면에서", "중심", "위주"];
 
 /// Korean words that end a question about what comes before them ("비용이랑
-/// 품질은 어떤가요?"): how-is-it words, dropped before the list is read.
-const KO_HOW_IS: &[&str] = &["어떤가", "어떤지", "어때", "어떻", "어떠"];
+/// 품질은 어떤가요?", "… 일정은 괜찮아요?"): how-is-it words, dropped before
+/// the list is read.
+const KO_HOW_IS: &[&str] = &["어떤가", "어떤지", "어때", "어떻", "어떠", "괜찮"];
 
 /// Leading words an item loses ("the cost" → "cost").
 const LEADING: &[&str] = &[
@@ -232,10 +233,22 @@ fn lists_in(clause: &str) -> (Vec<String>, Vec<String>) {
         if let Some(first) = items.first_mut() {
             *first = after_question_lead(first);
         }
+        // "Quick one: is A really better than B on X, and what's the Y going
+        // to look like?": an item that is a question gives what it asks about.
+        let items: Vec<String> = items
+            .into_iter()
+            .filter_map(|i| {
+                if is_short(&i) {
+                    Some(i)
+                } else {
+                    asked_in_question(&i, &mut entities)
+                }
+            })
+            .collect();
         if items.len() >= 2 || (items.len() == 1 && is_short(&items[0])) {
             dimensions.extend(items);
         }
-        return (dimensions, entities);
+        return (dimensions, dedup(entities));
     }
     if let Some((what, on)) = compare_after_subject(clause) {
         // "How do Northway and ColdRoute compare on A and B?"
@@ -296,8 +309,121 @@ fn lists_in(clause: &str) -> (Vec<String>, Vec<String>) {
         } else {
             dimensions.extend(items.into_iter().filter(|i| is_short(i)));
         }
+        return (dimensions, dedup(entities));
+    }
+    // No list: a plain question may still ask about one dimension per part
+    // ("Is A's response time good enough, and what will each cost us?").
+    for part in clause.split(", ") {
+        if let Some(d) = asked_in_question(part, &mut entities) {
+            dimensions.push(d);
+        }
     }
     (dimensions, dedup(entities))
+}
+
+/// Leads a question part loses before it is read.
+const QUESTION_LEADS: &[&str] = &["and ", "also ", "but ", "so ", "honestly ", "then "];
+
+/// "what's the X going to look like": leads and tails around the dimension.
+const WHAT_WILL_LEADS: &[&str] = &[
+    "what's the ",
+    "what is the ",
+    "what will the ",
+    "what would the ",
+    "how will the ",
+    "how would the ",
+];
+const WHAT_WILL_TAILS: &[&str] = &[
+    " going to look like",
+    " look like",
+    " going to be",
+    " be like",
+    " work out",
+];
+
+/// Words after which a dimension asked "good enough" about ends.
+const PURPOSE_BREAKS: &[&str] = &[" to ", " for ", " in ", " when ", " if "];
+
+/// "cost" as a verb asked about: what each option will cost.
+const COST_ASKED: &[&str] = &[
+    " going to cost",
+    " does each cost",
+    " does it cost",
+    " do they cost",
+    " will it cost",
+    " would it cost",
+    " will each cost",
+    " would each cost",
+    " will they cost",
+    " would they cost",
+];
+
+/// The dimension one part of a plain question asks about, if it asks
+/// about one in a shape we know (and the alternatives it compares, into
+/// `entities`):
+/// - "is A really better than B on X" → X (A and B compared);
+/// - "is A's X good enough (for …)" → X; "A good enough on X (to …)" → X;
+/// - "what's the X going to look like" → X;
+/// - "what's each of them going to cost us" → cost.
+fn asked_in_question(part: &str, entities: &mut Vec<String>) -> Option<String> {
+    let mut text = part.trim().trim_end_matches(['?', '.', '!']).trim();
+    if text.to_lowercase().len() != text.len() {
+        return None;
+    }
+    loop {
+        let lower = text.to_lowercase();
+        let Some(lead) = QUESTION_LEADS.iter().find(|l| lower.starts_with(**l)) else {
+            break;
+        };
+        text = text[lead.len()..].trim_start();
+    }
+    let lower = text.to_lowercase();
+    let until_break = |from: usize| -> String {
+        let rest = &lower[from..];
+        let end = PURPOSE_BREAKS
+            .iter()
+            .filter_map(|b| rest.find(b))
+            .min()
+            .unwrap_or(rest.len());
+        text[from..from + end].trim().to_owned()
+    };
+    let found = if let Some(than) = lower.find(" than ")
+        && let Some(on) = lower[than..].find(" on ").map(|i| i + than)
+    {
+        // The two sides: the subject (after its verb) and the than-object.
+        let subject = text[..than]
+            .split_whitespace()
+            .filter(|w| w.chars().next().is_some_and(char::is_uppercase))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let object = text[than + " than ".len()..on].trim();
+        for side in [subject.as_str(), object] {
+            if !side.is_empty() && is_short(side) && is_name(side) {
+                entities.push(side.to_owned());
+            }
+        }
+        Some(until_break(on + " on ".len()))
+    } else if let Some(at) = lower.find(" good enough on ") {
+        Some(until_break(at + " good enough on ".len()))
+    } else if let Some(at) = lower.find(" good enough")
+        && let Some(own) = lower[..at].rfind("'s ")
+    {
+        Some(text[own + "'s ".len()..at].trim().to_owned())
+    } else if let Some(lead) = WHAT_WILL_LEADS.iter().find(|l| lower.starts_with(**l))
+        && let Some(tail) = WHAT_WILL_TAILS
+            .iter()
+            .filter_map(|t| lower.rfind(t))
+            .filter(|at| *at >= lead.len())
+            .min()
+    {
+        Some(text[lead.len()..tail].trim().to_owned())
+    } else if COST_ASKED.iter().any(|c| lower.contains(c)) {
+        Some("cost".to_owned())
+    } else {
+        None
+    };
+    let found = clean_item(&found?);
+    (!found.is_empty() && is_short(&found)).then_some(found)
 }
 
 /// An item without a leading question ("which is better on fees" →
@@ -538,8 +664,7 @@ fn korean_list(clause: &str) -> Option<String> {
         if !(asks || aspect) {
             continue;
         }
-        let list = words[..i].join(" ");
-        let list = list.trim_end_matches(['을', '를', '의']).to_owned();
+        let list = without_object_marker(&words[..i].join(" "));
         // "A와 B 중 비용과 위생을": the dimensions follow the alternatives;
         // "A와 B 중 어느 쪽이 나은지": there are none.
         let list = match list.rfind(" 중 ") {
@@ -579,6 +704,26 @@ fn korean_list(clause: &str) -> Option<String> {
         && items.len() >= 2
         && items.iter().all(|i| is_short(i)))
     .then(|| list.trim().to_owned())
+}
+
+/// A list before its verb or aspect word without the marker it ends in: one
+/// 을/를, else one 의 — never a 의 that belongs to the noun, as in 편의 or
+/// 회의 (the word keeps two syllables at least).
+fn without_object_marker(list: &str) -> String {
+    if let Some(rest) = list.strip_suffix('을').or_else(|| list.strip_suffix('를')) {
+        return rest.to_owned();
+    }
+    match list.strip_suffix('의') {
+        Some(rest)
+            if rest
+                .split_whitespace()
+                .last()
+                .is_some_and(|w| w.chars().count() >= 2) =>
+        {
+            rest.to_owned()
+        }
+        _ => list.to_owned(),
+    }
 }
 
 /// "파인튜닝과 RAG의 월 운영 비용": alternatives, then the dimension after the
@@ -833,6 +978,34 @@ mod tests {
     }
 
     #[test]
+    fn plain_questions_ask_about_one_dimension_a_part() {
+        let a = asked(
+            "Quick one before the board meeting: is ShiftHarbor really better than Larderline on volunteer sign-up experience, and what's the subscription cost going to look like?",
+        );
+        assert_eq!(
+            a.dimensions,
+            ["volunteer sign-up experience", "subscription cost"]
+        );
+        assert_eq!(a.entities, ["ShiftHarbor", "Larderline"]);
+        let a = asked(
+            "Honestly, is Ridgeline's response time good enough for a 3 a.m. storm, and what's each of them going to cost us?",
+        );
+        assert_eq!(a.dimensions, ["response time", "cost"]);
+        let a = asked(
+            "Is Quillon Practice good enough on data migration to justify it over Vantry, and what does each cost us?",
+        );
+        assert_eq!(a.dimensions, ["data migration", "cost"]);
+        // A question about no dimension asks about none.
+        for goal in [
+            "Which broker should we choose?",
+            "What is the capital of Mars?",
+            "Is Ridgeline good enough?",
+        ] {
+            assert!(asked(goal).dimensions.is_empty(), "{goal}");
+        }
+    }
+
+    #[test]
     fn korean_lists_before_the_verb() {
         let a =
             asked("재택근무를 전사로 확대해야 하는가? 생산성, 비용, 보안, 직원 만족도를 검토하라.");
@@ -866,6 +1039,15 @@ mod tests {
         assert_eq!(a.dimensions, ["비용", "차량 상태"]);
         let a = asked("메아리로 가면 어때요? 비용이랑 상담 품질은 어떤가요?");
         assert_eq!(a.dimensions, ["비용", "상담 품질"]);
+        let a = asked("그냥 다온으로 가면 어때요? 비용이랑 설치 일정은 괜찮아요?");
+        assert_eq!(a.dimensions, ["비용", "설치 일정"]);
+        // 편의 and 회의 end in 의 as nouns, not as a marker.
+        let a = asked("강사 운영, 장애인 편의를 검토하라.");
+        assert_eq!(a.dimensions, ["강사 운영", "장애인 편의"]);
+        let a = asked("두 업체는 강사 운영과 장애인 편의 면에서 어떻게 다른가?");
+        assert_eq!(a.dimensions, ["강사 운영", "장애인 편의"]);
+        let a = asked("비용과 보안의 측면에서 평가하라");
+        assert_eq!(a.dimensions, ["비용", "보안"]);
         let a = asked("업체를 확정해야 한다. 비용과 피크 대응 위주로 정리해 줘.");
         assert_eq!(a.dimensions, ["비용", "피크 대응"]);
         let a = asked("서하구는 공공자전거를 직영해야 하는가?");

@@ -1024,7 +1024,7 @@ impl Wording {
 
 /// Words that, beside another, only say "how it is handled": "temperature
 /// *control*", "breakdown *response*", "*tool* integration", "안전 *관리*",
-/// "관람객 *유치*". A note on temperature control says "temperature", rarely
+/// "관람객 *유치*", "강사 *운영*", "요원 *배치*". A note on temperature control says "temperature", rarely
 /// "control".
 const GENERIC_PARTS: &[&str] = &[
     "tool",
@@ -1037,6 +1037,8 @@ const GENERIC_PARTS: &[&str] = &[
     "levels",
     "process",
     "관리",
+    "운영",
+    "배치",
     "대응",
     "유치",
     "수준",
@@ -1119,7 +1121,14 @@ pub(crate) fn about_dimension(
     }
     let terms = dimension_terms(dimension);
     let frame_names_it = terms.iter().all(|t| frame.names(t));
-    let in_sentence = terms.iter().any(|t| sentence.names(t));
+    // "Response time" whose generic "response" was dropped is not named by
+    // any "time" ("time and materials"): a length of time, or every word.
+    let bare_duration = terms.len() == 1
+        && whole.len() > 1
+        && duration_heads().contains(&terms[0])
+        && !sentence.has_duration()
+        && !whole.iter().all(|t| sentence.names(t));
+    let in_sentence = !bare_duration && terms.iter().any(|t| sentence.names(t));
     if (in_sentence || frame_names_it)
         && lexicon.share(&terms, &|t| sentence.names(t) || frame.names(t)) >= DIMENSION_SHARE
     {

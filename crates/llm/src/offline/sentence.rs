@@ -139,6 +139,36 @@ pub(crate) fn is_statement(sentence: &str) -> bool {
         && !ABBREVIATIONS.contains(&last_word)
         && !defers(sentence)
         && !excludes_itself(sentence)
+        && !lists_attendees(sentence)
+}
+
+/// Line heads of a meeting's list of who came ("Present: Dana Whitcomb
+/// (Director, Grounds Services), Hector Ruiz (fleet and equipment
+/// supervisor)"): job titles, not statements about a dimension.
+const ATTENDEE_HEADS: &[&str] = &[
+    "present:",
+    "attendees:",
+    "attending:",
+    "in attendance:",
+    "participants:",
+    "apologies:",
+    "absent:",
+    "참석:",
+    "참석자:",
+    "참석자 :",
+    "불참:",
+];
+
+/// Whether a line lists who attended a meeting.
+fn lists_attendees(sentence: &str) -> bool {
+    let lower = sentence
+        .trim_start_matches(['-', '*', '•', ' ', '#'])
+        .trim_start_matches("**")
+        .to_lowercase();
+    ATTENDEE_HEADS.iter().any(|h| lower.starts_with(h))
+        || ATTENDEE_HEADS
+            .iter()
+            .any(|h| lower.starts_with(&h.replace(':', ":**")))
 }
 
 /// Words whose full stop does not end a sentence: a "sentence" ending in
@@ -209,6 +239,15 @@ const DEFERRALS: &[&str] = &[
     "다음 주에 정리",
     "달라고 요청",
     "please send",
+    "to the next meeting",
+    "'ll bring",
+    "write-up comes",
+    "when the trial ends",
+    "once the trial ends",
+    "묻기로",
+    "물어보기로",
+    "판단하기로",
+    "보고 정하기로",
 ];
 
 /// Phrases by which a sentence says two figures disagree without giving
@@ -546,6 +585,18 @@ mod tests {
                 false,
             ),
             ("운전기사 교육 계획은 다음 회의에서 논의하기로 했다.", false),
+            (
+                "- Present: Dana Whitcomb (Director), Hector Ruiz (fleet and equipment supervisor).",
+                false,
+            ),
+            (
+                "Maribel's booking trial runs this week; she'll bring the results to the next meeting.",
+                false,
+            ),
+            (
+                "강사 운영 방안은 설명회에서 업체에 직접 묻기로 했다.",
+                false,
+            ),
             (
                 "Ruth asked that labor be taken up at the March meeting.",
                 false,
