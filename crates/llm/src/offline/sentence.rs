@@ -159,16 +159,13 @@ const ATTENDEE_HEADS: &[&str] = &[
     "불참:",
 ];
 
-/// Whether a line lists who attended a meeting.
+/// Whether a line lists who attended a meeting ("- **Present:** …" too).
 fn lists_attendees(sentence: &str) -> bool {
     let lower = sentence
         .trim_start_matches(['-', '*', '•', ' ', '#'])
         .trim_start_matches("**")
         .to_lowercase();
     ATTENDEE_HEADS.iter().any(|h| lower.starts_with(h))
-        || ATTENDEE_HEADS
-            .iter()
-            .any(|h| lower.starts_with(&h.replace(':', ":**")))
 }
 
 /// Words whose full stop does not end a sentence: a "sentence" ending in
@@ -589,6 +586,11 @@ mod tests {
                 "- Present: Dana Whitcomb (Director), Hector Ruiz (fleet and equipment supervisor).",
                 false,
             ),
+            (
+                "**Attendees:** Ana Ruiz (cost analyst), Ben Ode (support lead).",
+                false,
+            ),
+            ("참석자: 한지원 대리(수질 담당), 배수진 주임.", false),
             (
                 "Maribel's booking trial runs this week; she'll bring the results to the next meeting.",
                 false,
