@@ -1433,13 +1433,11 @@ fn honest_briefs_on_the_callcenter_ko_corpus() {
 }
 
 #[test]
-#[ignore = "known miss (blind corpus 13): volunteer sign-up experience, written as booking a shift, one-time codes and group blocks, is found in none of its phrasings; 6 of 10 runs pass in every strategy, pooled precision 100%, coverage 78%; first reading 71% precision, 72% coverage (see docs/bench.md)"]
 fn honest_briefs_on_the_foodbank_en_corpus() {
     check_corpus("foodbank-en");
 }
 
 #[test]
-#[ignore = "known miss (blind corpus 13): under cost, the outgoing contractor's \"Nothing further is owed either way once the April invoice is paid\" is cited in one phrasing; 9 of 10 runs pass in every strategy, pooled precision 98%, coverage 100%; first reading 85% precision, 89% coverage (see docs/bench.md)"]
 fn honest_briefs_on_the_snowplow_en_corpus() {
     check_corpus("snowplow-en");
 }

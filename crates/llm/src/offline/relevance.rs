@@ -453,8 +453,30 @@ impl Lexicon {
                     .join(" ");
                 super::sentence::out_of_scope(&self.corpus.notes()[at].title)
                     || super::sentence::out_of_scope(&opening)
+                    || self.titled_for_a_party_that_withdrew(at, &opening)
             })
         })
+    }
+
+    /// Whether a note is titled for a party its opening says leaves the
+    /// running ("Winter debrief: Bellweather's last season … they are not
+    /// bidding again"): the outgoing incumbent's record. Only the title's
+    /// party: a kickoff whose opening says the incumbent will not bid again
+    /// is still about the decision.
+    fn titled_for_a_party_that_withdrew(&self, at: usize, opening: &str) -> bool {
+        let title = words(&self.corpus.notes()[at].title);
+        let parties: Vec<&String> = self
+            .parties(at)
+            .iter()
+            .filter(|p| mentions(&title, p))
+            .collect();
+        !parties.is_empty()
+            && stepwise_tools::notes::sentences(opening).iter().any(|s| {
+                super::sentence::out_of_the_running(s) && {
+                    let said = words(s);
+                    parties.iter().any(|p| mentions(&said, p))
+                }
+            })
     }
 
     /// Whether a note's title names an option another note says was dropped
@@ -584,16 +606,25 @@ impl Lexicon {
             // Named up front by two notes or more (a proposal and a call
             // about it), not only used: "RFID" in one title is no party.
             let mut named: HashMap<String, usize> = HashMap::new();
+            // A party a note of its own says is out ("Bellweather's contract
+            // ends 30 April and they are not bidding again"): the outgoing
+            // incumbent, not an option.
+            let mut out_of_it: BTreeSet<String> = BTreeSet::new();
             for at in 0..n {
                 for p in self.parties(at) {
                     *named.entry(p.clone()).or_default() += 1;
+                    if self.corpus.passages(at).any(|(text, _)| {
+                        super::sentence::out_of_the_running(text) && mentions(&words(text), p)
+                    }) {
+                        out_of_it.insert(p.clone());
+                    }
                 }
             }
             let mut out: Vec<String> = named
                 .into_iter()
                 .filter(|(p, titles)| {
                     let using = self.notes_using(p);
-                    *titles >= 2 && using > few && using <= most
+                    *titles >= 2 && using > few && using <= most && !out_of_it.contains(p)
                 })
                 .map(|(p, _)| p)
                 .collect();
@@ -1036,6 +1067,7 @@ const GENERIC_PARTS: &[&str] = &[
     "level",
     "levels",
     "process",
+    "experience",
     "관리",
     "운영",
     "배치",

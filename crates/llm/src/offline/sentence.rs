@@ -310,6 +310,19 @@ const SET_ASIDE: &[&str] = &[
     "not be pursued",
 ];
 
+/// Phrases by which a party leaves the running: the outgoing incumbent
+/// "is not bidding again", "재입찰에도 나오지 않는다".
+const WITHDRAWS: &[&str] = &[
+    "not bidding again",
+    "not rebidding",
+    "not re-bidding",
+    "will not bid",
+    "won't bid",
+    "재입찰에 나오지 않",
+    "입찰에도 나오지 않",
+    "입찰에 참여하지 않",
+];
+
 /// Whether `sentence` (`raw` without its list marker) may be quoted: a
 /// statement, or a list item of three words or more, that neither defers
 /// its topic nor puts itself outside the decision.
@@ -523,6 +536,13 @@ pub(crate) fn sets_aside(text: &str) -> bool {
     holds_any(text, SET_ASIDE)
 }
 
+/// Whether a text says its subject is out of the running: set aside, or
+/// withdrawn by itself ([`WITHDRAWS`]). Not for a note's own opening, which
+/// may say so of an incumbent it is not about (see [`sets_aside`]).
+pub(crate) fn out_of_the_running(text: &str) -> bool {
+    sets_aside(text) || holds_any(text, WITHDRAWS)
+}
+
 /// Whether a sentence only defers its topic, or only remarks that figures
 /// it does not give disagree.
 pub(crate) fn defers(sentence: &str) -> bool {
@@ -655,6 +675,13 @@ mod tests {
         assert!(out_of_scope("이 공사는 이번 검토 대상이 아니다."));
         assert!(out_of_scope("Separate from the street light conversion."));
         assert!(out_of_scope("견적은 가장 낮았지만 제외하기로 했다."));
+        // A party that withdraws is out of the running, but that alone does
+        // not put a note (a kickoff that says so of the incumbent) out of scope.
+        let withdrew = "Bellweather's contract ends 30 April and they are not bidding again.";
+        assert!(out_of_the_running(withdrew));
+        assert!(!out_of_scope(withdrew));
+        assert!(out_of_the_running("한길은 재입찰에도 나오지 않는다."));
+        assert!(!out_of_the_running("Ridgeline will bid on the lots too."));
     }
 
     #[test]
