@@ -974,7 +974,7 @@ fn check_corpus(name: &str) {
 
 // ---------------------------------------------------------------- tests
 
-const CORPORA: [&str; 46] = [
+const CORPORA: [&str; 50] = [
     "broker-en",
     "streetlights-en",
     "remote-work-ko",
@@ -1021,6 +1021,10 @@ const CORPORA: [&str; 46] = [
     "snowplow-en",
     "pool-ko",
     "wifi-ko",
+    "porter-en",
+    "proctoring-en",
+    "evcharger-ko",
+    "chatbot-ko",
 ];
 
 /// The fixtures mean what their labels say: every labelled note exists,
@@ -1427,7 +1431,7 @@ fn honest_briefs_on_the_daycare_bus_ko_corpus() {
 }
 
 #[test]
-#[ignore = "known miss (blind corpus 12): under 상담 품질 the kickoff's IT notice on 통화 품질 (the phone switch works) is cited in three phrasings; 7 of 10 runs pass in every strategy, pooled precision 94%, coverage 100%; first reading 94% precision, 67% coverage (see docs/bench.md)"]
+#[ignore = "known miss (blind corpus 12): under 상담 품질 the kickoff's IT notice on 통화 품질 (the phone switch works) is cited in three phrasings; 7 of 10 runs pass in every strategy, pooled precision 93% (94% before round 15), coverage 100%; first reading 94% precision, 67% coverage (see docs/bench.md)"]
 fn honest_briefs_on_the_callcenter_ko_corpus() {
     check_corpus("callcenter-ko");
 }
@@ -1451,4 +1455,28 @@ fn honest_briefs_on_the_pool_ko_corpus() {
 #[test]
 fn honest_briefs_on_the_wifi_ko_corpus() {
     check_corpus("wifi-ko");
+}
+
+#[test]
+#[ignore = "known miss (blind corpus 15): job turnaround time (written as request-to-pickup minutes) is found in none of the phrasings, and the integration lead's 25 working days of interface work is cited under it in one; 4 of 8 runs pass in every strategy, pooled precision 92%, coverage 71%; first reading 59% precision, 57% coverage (see docs/bench.md)"]
+fn honest_briefs_on_the_porter_en_corpus() {
+    check_corpus("porter-en");
+}
+
+#[test]
+#[ignore = "known miss (blind corpus 15): scheduling flexibility and faculty workload (written as booking, seats, slots; instructors' minutes per flagged sitting) are not found, and the outgoing testing center's impersonation cases are cited under exam integrity where the goal does not name it; 5 of 10 runs pass in every strategy, pooled precision 97%, coverage 72%; first reading 90% precision, 44% coverage (see docs/bench.md)"]
+fn honest_briefs_on_the_proctoring_en_corpus() {
+    check_corpus("proctoring-en");
+}
+
+#[test]
+#[ignore = "known miss (blind corpus 15): 구청 부담 비용 (written as 구비, 설치 합계, 위탁료 with no 구청 or 비용 beside the figures) is found in none of its phrasings; 5 of 10 runs pass in every strategy, pooled precision 100%, coverage 72%; first reading 59% precision, 67% coverage (see docs/bench.md)"]
+fn honest_briefs_on_the_evcharger_ko_corpus() {
+    check_corpus("evcharger-ko");
+}
+
+#[test]
+#[ignore = "known miss (blind corpus 15): 행정 시스템 연동 (written as 새올 연계, 콜마루 이관) is found in none of its phrasings, and 답변 정확도 not in the goal-words phrasing; 6 of 10 runs pass in every strategy, pooled precision 100%, coverage 72%; first reading 0% precision, 0% coverage (see docs/bench.md)"]
+fn honest_briefs_on_the_chatbot_ko_corpus() {
+    check_corpus("chatbot-ko");
 }

@@ -227,6 +227,24 @@ fn lists_in(clause: &str) -> (Vec<String>, Vec<String>) {
     let mut dimensions = Vec::new();
     let mut entities = alternatives(clause);
     if let Some((_, after)) = clause.split_once(':') {
+        // "…: 누리봇이 답변 정확도에서 정말 하나로챗보다 낫고, 도입 비용은
+        // 3년에 얼마나 들어": Korean question parts, read whole.
+        let parts: Vec<&str> = after.split([',', '?']).collect();
+        let read: Vec<Option<String>> = parts
+            .iter()
+            .map(|p| asked_in_korean_question(p, &mut entities))
+            .collect();
+        if read.iter().any(Option::is_some) {
+            for (part, d) in parts.iter().zip(read) {
+                match d {
+                    Some(d) => dimensions.push(d),
+                    None => {
+                        dimensions.extend(split_items(part).into_iter().filter(|i| is_short(i)))
+                    }
+                }
+            }
+            return (dedup(dimensions), dedup(entities));
+        }
         let mut items = split_items(after);
         // "A or B: which is better on fees, payout speed and support?": the
         // first item loses the question that leads into the list.
@@ -314,11 +332,118 @@ fn lists_in(clause: &str) -> (Vec<String>, Vec<String>) {
     // No list: a plain question may still ask about one dimension per part
     // ("Is A's response time good enough, and what will each cost us?").
     for part in clause.split(", ") {
-        if let Some(d) = asked_in_question(part, &mut entities) {
+        if let Some(d) = asked_in_question(part, &mut entities)
+            .or_else(|| asked_in_korean_question(part, &mut entities))
+        {
             dimensions.push(d);
         }
     }
     (dimensions, dedup(entities))
+}
+
+/// Words a Korean question part loses before it is read.
+const KO_QUESTION_LEADS: &[&str] = &["그리고", "또", "또는", "근데", "그런데", "그럼"];
+
+/// Words by which a Korean question asks what something costs ("구청 부담
+/// 비용은 어느 쪽이 덜 *들어*", "도입 비용은 3년에 얼마나 *들어*"); "달의
+/// 중력은 얼마인가" and "A는 B와 C 중 어느 쪽을 도입해야 할까" ask about none.
+const KO_HOW_MUCH: &[&str] = &[" 들어", " 들까", " 드는", " 드나", " 듭니까", " 들어가"];
+
+/// A Korean word without its last particle, if it ends with one of `ends`.
+fn without_ending<'a>(word: &'a str, ends: &[&str]) -> Option<&'a str> {
+    ends.iter().find_map(|e| {
+        word.strip_suffix(e)
+            .filter(|rest| rest.chars().count() >= 1)
+    })
+}
+
+/// The dimension one part of a plain Korean question asks about, in a
+/// shape we know (and the alternatives it compares, into `entities`):
+/// - "A가 X에서 (정말) B보다 낫고" → X (A and B compared);
+/// - "A가 B보다 X이 (정말) 짧은 거야" → X;
+/// - "X은 (3년에) 얼마나 들어", "X은 어느 쪽이 덜 들어" → X.
+fn asked_in_korean_question(part: &str, entities: &mut Vec<String>) -> Option<String> {
+    let text = part.trim().trim_end_matches(['?', '.', '!', '？']).trim();
+    if !text.chars().any(|c| ('\u{AC00}'..='\u{D7A3}').contains(&c)) {
+        return None;
+    }
+    let mut words: Vec<&str> = text.split_whitespace().collect();
+    while words.first().is_some_and(|w| KO_QUESTION_LEADS.contains(w)) {
+        words.remove(0);
+    }
+    const SUBJECT: &[&str] = &["이", "가"];
+    const TOPIC: &[&str] = &["은", "는"];
+    let than = words
+        .iter()
+        .position(|w| w.ends_with("보다") && w.chars().count() > 2);
+    let mut compared = |name: &str| {
+        if !name.is_empty() && is_short(name) {
+            entities.push(name.to_owned());
+        }
+    };
+    let found: Option<String> = if let Some(than) = than
+        && let Some(on) = words[..than]
+            .iter()
+            .rposition(|w| w.ends_with("에서") && w.chars().count() > 2)
+    {
+        // "누리봇이 답변 정확도에서 정말 하나로챗보다 낫고".
+        let from = words[..on]
+            .iter()
+            .position(|w| without_ending(w, SUBJECT).is_some())
+            .map_or(0, |i| {
+                compared(without_ending(words[i], SUBJECT).unwrap_or(words[i]));
+                i + 1
+            });
+        compared(words[than].trim_end_matches("보다"));
+        let mut dim: Vec<&str> = words[from..=on].to_vec();
+        if let Some(last) = dim.last_mut() {
+            *last = last.trim_end_matches("에서");
+        }
+        Some(dim.join(" "))
+    } else if let Some(than) = than
+        && let Some(end) = words[than + 1..]
+            .iter()
+            .position(|w| {
+                without_ending(w, SUBJECT)
+                    .or_else(|| without_ending(w, TOPIC))
+                    .is_some()
+            })
+            .map(|i| i + than + 1)
+        && end + 1 < words.len()
+    {
+        // "그린볼트가 모아에너지보다 설치 공사 기간이 정말 짧은 거야".
+        if let Some(subject) = words[..than]
+            .iter()
+            .rev()
+            .find_map(|w| without_ending(w, SUBJECT))
+        {
+            compared(subject);
+        }
+        compared(words[than].trim_end_matches("보다"));
+        let mut dim: Vec<&str> = words[than + 1..=end].to_vec();
+        if let Some(last) = dim.last_mut() {
+            *last = without_ending(last, SUBJECT)
+                .or_else(|| without_ending(last, TOPIC))
+                .unwrap_or(last);
+        }
+        Some(dim.join(" "))
+    } else if KO_HOW_MUCH.iter().any(|q| text.contains(q))
+        && let Some(end) = words
+            .iter()
+            .take(4)
+            .position(|w| without_ending(w, TOPIC).is_some())
+    {
+        // "도입 비용은 3년에 얼마나 들어".
+        let mut dim: Vec<&str> = words[..=end].to_vec();
+        if let Some(last) = dim.last_mut() {
+            *last = without_ending(last, TOPIC).unwrap_or(last);
+        }
+        Some(dim.join(" "))
+    } else {
+        None
+    };
+    let found = clean_item(&found?);
+    (!found.is_empty() && is_short(&found)).then_some(found)
 }
 
 /// Leads a question part loses before it is read.
@@ -332,6 +457,10 @@ const WHAT_WILL_LEADS: &[&str] = &[
     "what would the ",
     "how will the ",
     "how would the ",
+    // The same after an item lost its "what " (see LEADING).
+    "will the ",
+    "would the ",
+    "is the ",
 ];
 const WHAT_WILL_TAILS: &[&str] = &[
     " going to look like",
@@ -403,8 +532,11 @@ fn asked_in_question(part: &str, entities: &mut Vec<String>) -> Option<String> {
             }
         }
         Some(until_break(on + " on ".len()))
-    } else if let Some(at) = lower.find(" good enough on ") {
-        Some(until_break(at + " good enough on ".len()))
+    } else if let Some((at, cue)) = [" good enough on ", " worth it on "]
+        .iter()
+        .find_map(|c| lower.find(c).map(|at| (at, *c)))
+    {
+        Some(until_break(at + cue.len()))
     } else if let Some(at) = lower.find(" good enough")
         && let Some(own) = lower[..at].rfind("'s ")
     {
@@ -995,9 +1127,25 @@ mod tests {
             "Is Quillon Practice good enough on data migration to justify it over Vantry, and what does each cost us?",
         );
         assert_eq!(a.dimensions, ["data migration", "cost"]);
+        let a = asked(
+            "Before the VP meeting: is Meridian's testing room really worth it on exam integrity, and what will the per-exam cost look like next to ProctorLane?",
+        );
+        assert_eq!(a.dimensions, ["exam integrity", "per-exam cost"]);
+        let a = asked(
+            "부시장 보고 전에 급하게 하나만: 누리봇이 답변 정확도에서 정말 하나로챗보다 낫고, 도입 비용은 3년에 얼마나 들어?",
+        );
+        assert_eq!(a.dimensions, ["답변 정확도", "도입 비용"]);
+        assert_eq!(a.entities, ["누리봇", "하나로챗"]);
+        let a = asked(
+            "팀장님 보고 전에 급하게 하나만: 그린볼트가 모아에너지보다 설치 공사 기간이 정말 짧은 거야? 그리고 구청 부담 비용은 어느 쪽이 덜 들어?",
+        );
+        assert_eq!(a.dimensions, ["설치 공사 기간", "구청 부담 비용"]);
+        assert_eq!(a.entities, ["그린볼트", "모아에너지"]);
         // A question about no dimension asks about none.
         for goal in [
             "Which broker should we choose?",
+            "달의 표면 중력은 얼마인가?",
+            "한빛시청은 누리봇과 하나로챗 중 어느 쪽을 도입해야 할까?",
             "What is the capital of Mars?",
             "Is Ridgeline good enough?",
         ] {

@@ -161,6 +161,37 @@ pub(crate) struct Lens<'a> {
     goal_lower: String,
     /// The goal as written: the overview step's description.
     goal: String,
+    /// What the goal says the choice replaces ("to replace SignUpSpot",
+    /// "한빛이를 대체할"), as stems: the status quo, not an option.
+    replaced: Vec<String>,
+}
+
+/// The names a goal says its choice replaces: the word after "replace" or
+/// "replacing", the word before "를 대체할" or "을 대신할" (as stems).
+fn replaced_in(goal: &str) -> Vec<String> {
+    let said: Vec<&str> = goal.split_whitespace().collect();
+    let mut out = Vec::new();
+    for (i, w) in said.iter().enumerate() {
+        let lower = w.to_lowercase();
+        if ["replace", "replacing", "replaces"].contains(&lower.as_str())
+            && let Some(next) = said[i + 1..]
+                .iter()
+                .find(|w| !["the", "our", "its", "their"].contains(&w.to_lowercase().as_str()))
+            && is_name_word(next.trim_matches(|c: char| !c.is_alphanumeric()))
+        {
+            out.push(stepwise_tools::notes::stem::stem(
+                next.trim_matches(|c: char| !c.is_alphanumeric()),
+            ));
+        }
+        if (w.starts_with("대체") || w.starts_with("대신"))
+            && let Some(prev) = i.checked_sub(1).and_then(|p| said.get(p))
+            && let Some(name) = ["를", "을"].iter().find_map(|m| prev.strip_suffix(m))
+            && name.chars().count() >= 2
+        {
+            out.push(stepwise_tools::notes::stem::stem(name));
+        }
+    }
+    out
 }
 
 impl<'a> Lens<'a> {
@@ -179,6 +210,7 @@ impl<'a> Lens<'a> {
             topic,
             goal_lower: goal.to_lowercase(),
             goal: goal.to_owned(),
+            replaced: replaced_in(goal),
         }
     }
 
@@ -229,6 +261,26 @@ impl<'a> Lens<'a> {
             {
                 return false;
             }
+            // What is in place now, said of no alternative ("지금 한빛이
+            // 유지보수 계약은 12월에 끝나고"), is the status quo.
+            if !self.topic.names_an_entity(ws)
+                && (super::sentence::about_the_status_quo(sentence.text)
+                    || self.replaced.iter().any(|r| mentions(ws, r)))
+            {
+                return false;
+            }
+            // Days of someone's time are effort, not a turnaround.
+            if super::relevance::measures_elapsed_time(d)
+                && super::sentence::speaks_of_effort(sentence.text)
+            {
+                return false;
+            }
+            // A line that is only the dimension's name ("Job turnaround
+            // time." on an agenda) says nothing about it.
+            let named = words(d);
+            if !sentence.has_figure() && !ws.is_empty() && ws.iter().all(|w| named.contains(w)) {
+                return false;
+            }
             let anchored =
                 sentence.has_figure() || self.topic.entities.is_empty() || of_an_alternative;
             return anchored
@@ -262,12 +314,17 @@ impl<'a> Lens<'a> {
         let goal = self.goal_lower.as_str();
         let words: Vec<&str> = sentence.text.split_whitespace().collect();
         // A word that opens the sentence, or follows a label ("**Price.**
-        // Business plan …", "Note: Teams …"), is capitalised as a first word.
+        // Business plan …", "Note: Teams …"), is capitalised as a first word;
+        // one capitalised inside too (TaskHub) is a name wherever it stands.
         let opens = |i: usize| {
-            i == 0
+            let first = i == 0
                 || words[i - 1]
                     .trim_end_matches(['*', '_'])
-                    .ends_with(['.', ':'])
+                    .ends_with(['.', ':']);
+            let w = words[i].trim_matches(|c: char| !c.is_alphanumeric());
+            let camel = w.chars().skip(1).any(|c| c.is_ascii_uppercase())
+                && w.chars().any(|c| c.is_ascii_lowercase());
+            first && !camel
         };
         words
             .iter()

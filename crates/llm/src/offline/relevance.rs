@@ -1068,7 +1068,10 @@ const GENERIC_PARTS: &[&str] = &[
     "levels",
     "process",
     "experience",
+    "job",
     "관리",
+    "도입",
+    "부담",
     "운영",
     "배치",
     "대응",
@@ -1077,6 +1080,15 @@ const GENERIC_PARTS: &[&str] = &[
     "참여",
     "체계",
 ];
+
+/// Whether a dimension is a length of time ("job turnaround time",
+/// "restore speed", "turnaround"): its head is a duration head or
+/// turnaround.
+pub(crate) fn measures_elapsed_time(dimension: &str) -> bool {
+    dimension_terms(dimension)
+        .last()
+        .is_some_and(|h| duration_heads().contains(h) || h == "turnaround")
+}
 
 /// Heads of compound dimensions that a length of time measures.
 const DURATION_HEADS: &[&str] = &[
@@ -1093,7 +1105,7 @@ const DURATION_HEADS: &[&str] = &[
 ];
 
 /// [`DURATION_HEADS`] as stems, worked out once.
-fn duration_heads() -> &'static [String] {
+pub(crate) fn duration_heads() -> &'static [String] {
     static STEMS: OnceLock<Vec<String>> = OnceLock::new();
     STEMS.get_or_init(|| DURATION_HEADS.iter().map(|h| stem(h)).collect())
 }
@@ -1160,7 +1172,14 @@ pub(crate) fn about_dimension(
         && duration_heads().contains(&terms[0])
         && !sentence.has_duration()
         && !whole.iter().all(|t| sentence.names(t));
-    let in_sentence = !bare_duration && terms.iter().any(|t| sentence.names(t));
+    // Nor is "job turnaround time" named by "Sam's time" alone: a head that
+    // is a length of time needs another of its words beside it.
+    let bare_head = terms.len() > 1
+        && terms.last().is_some_and(|h| duration_heads().contains(h))
+        && !terms[..terms.len() - 1]
+            .iter()
+            .any(|t| sentence.names(t) || frame.names(t));
+    let in_sentence = !bare_duration && !bare_head && terms.iter().any(|t| sentence.names(t));
     if (in_sentence || frame_names_it)
         && lexicon.share(&terms, &|t| sentence.names(t) || frame.names(t)) >= DIMENSION_SHARE
     {
@@ -1174,7 +1193,14 @@ pub(crate) fn about_dimension(
     // about no option).
     match terms.split_last() {
         Some((head, modifiers)) if !modifiers.is_empty() => {
-            (sentence.names(head) && modifiers.iter().all(|m| lexicon.note_mentions(note_id, m)))
+            // A head that is a length of time ("time") says little alone:
+            // "5 working days of Sam's time" is no turnaround time.
+            (sentence.names(head)
+                && modifiers.iter().all(|m| lexicon.note_mentions(note_id, m))
+                && (!duration_heads().contains(head)
+                    || modifiers
+                        .iter()
+                        .any(|m| sentence.names(m) || frame.names(m))))
                 || (of_an_alternative
                     && duration_heads().contains(head)
                     && sentence.has_duration()
@@ -1318,6 +1344,12 @@ mod tests {
         assert!(!about(
             "restore speed",
             "Kafka copied the folder in 3 h 50 min.",
+            true
+        ));
+        // "time" alone is no turnaround time.
+        assert!(!about(
+            "job turnaround time",
+            "Enabling it is configuration on our interface engine plus a joint test, most of Sam's time.",
             true
         ));
     }

@@ -245,6 +245,39 @@ const DEFERRALS: &[&str] = &[
     "물어보기로",
     "판단하기로",
     "보고 정하기로",
+    "다시 정하기로",
+    "뒤에 정하기로",
+    "후에 정하기로",
+    "정리하기로",
+    "가져오기로",
+    "보고드리겠",
+    "확인한 뒤",
+    "비교하지 않",
+    "not compared",
+    "is parked",
+    "are parked",
+    "parked until",
+    "no view from me",
+    "no view on",
+    "can't speak to",
+    "couldn't speak to",
+    "cannot speak to",
+    "didn't get into",
+    "did not get into",
+    "not dealt with",
+    "asked that it wait",
+    "will be looked at",
+    "be looked at once",
+    "적지 않았",
+    "밝히지 않았",
+    "제시하지 않았",
+    "didn't give a",
+    "did not give a",
+    "받아 오자",
+    "물어보자",
+    "알아보자",
+    "확인하자",
+    "따로 물어보",
 ];
 
 /// Phrases by which a sentence says two figures disagree without giving
@@ -264,6 +297,12 @@ const DISAGREEMENT_REMARKS: &[&str] = &[
     "don't agree",
     "do not say the same thing",
     "don't say the same thing",
+    "does not match",
+    "doesn't match",
+    "don't line up",
+    "do not line up",
+    "서로 다르",
+    "서로 맞지",
 ];
 
 /// Whether a text holds one of `cues`, case aside.
@@ -291,6 +330,10 @@ const SELF_EXCLUSIONS: &[&str] = &[
     "후보에서 제외",
     "검토에서 제외했",
     "심사에서 제외",
+    "과는 다른 사업",
+    "와는 다른 사업",
+    "a different project",
+    "a separate project",
 ];
 
 /// Phrases by which a note's opening sets its subject aside ("was set
@@ -375,6 +418,47 @@ pub(crate) fn is_quotable(raw: &str, sentence: &str) -> bool {
         && !defers(sentence)
         && !excludes_itself(sentence);
     is_statement(sentence) || item
+}
+
+/// Words by which a sentence speaks of what is in place now ("지금 한빛이
+/// 유지보수 계약은 12월에 끝나고", "our current contract"), as Korean stems
+/// and English phrases (lower case).
+const STATUS_QUO_KO: &[&str] = &["지금", "현재", "기존", "현행"];
+const STATUS_QUO_EN: &[&str] = &[
+    "currently",
+    "the current ",
+    "our current ",
+    "our existing ",
+    "the existing ",
+    "the old system",
+    "today we ",
+];
+
+/// Whether a sentence speaks of what is in place now: the status quo, not
+/// the options (when it names none of them; see the judge).
+pub(crate) fn about_the_status_quo(sentence: &str) -> bool {
+    holds_any(sentence, STATUS_QUO_EN)
+        || stepwise_tools::notes::stem::words(sentence)
+            .iter()
+            .any(|w| STATUS_QUO_KO.contains(&w.as_str()))
+}
+
+/// Phrases by which a length of time is someone's effort, not time that
+/// passes ("about 5 working days of Sam's time", "ten days of effort").
+const EFFORT: &[&str] = &[
+    "'s time",
+    "’s time",
+    "of effort",
+    "of staff time",
+    "person-days",
+    "person days",
+    "man-days",
+    "공수",
+];
+
+/// Whether a sentence gives a length of time as effort spent.
+pub(crate) fn speaks_of_effort(sentence: &str) -> bool {
+    holds_any(sentence, EFFORT)
 }
 
 /// How a sentence says an option was dropped: "Surge valves on the existing

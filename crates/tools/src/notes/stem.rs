@@ -87,6 +87,10 @@ const HANGUL_ENDINGS: &[&str] = &[
     "며",
 ];
 
+/// Snowball stems of -ity nouns that another, unrelated word shares
+/// (integr-ate, author, univers-e, grav-e).
+const UNRELATED_ITY: &[&str] = &["integr", "author", "univers", "grav"];
+
 /// Hangul syllables a stripped word keeps at least.
 const MIN_HANGUL_SYLLABLES: usize = 2;
 
@@ -123,7 +127,13 @@ pub fn stem(word: &str) -> String {
     if lower.chars().any(is_hangul) {
         strip_hangul(&lower)
     } else if lower.chars().all(|c| c.is_ascii_alphanumeric()) {
-        english().stem(&lower).into_owned()
+        let stemmed = english().stem(&lower);
+        // Nouns in -ity whose Snowball stem is a different word's:
+        // integrity is not integrate, authority not author.
+        if UNRELATED_ITY.contains(&stemmed.as_ref()) && lower.ends_with("ity") {
+            return format!("{stemmed}ity");
+        }
+        stemmed.into_owned()
     } else {
         lower
     }
@@ -288,6 +298,12 @@ mod tests {
             ("training", "trainer", true),
             ("training", "trail", false),
             ("throughput", "through", false),
+            ("integrity", "integrate", false),
+            ("integrity", "integration", false),
+            ("authority", "author", false),
+            ("university", "universe", false),
+            ("gravity", "grave", false),
+            ("security", "secure", true),
             ("throughput", "throughputs", true),
             ("maintenance", "maintain", true),
             ("maintenance", "maintained", true),
