@@ -103,8 +103,9 @@ impl Run<'_> {
                 })?;
                 wave.push((id, attempt));
             }
+            let alone = wave.len() == 1 && !self.busy();
             for (id, attempt) in wave {
-                self.start_attempt(&id, attempt).await?;
+                self.start_attempt(&id, attempt, alone).await?;
             }
         }
         let held = decide::held(&self.state);
@@ -126,10 +127,16 @@ impl Run<'_> {
     /// Checks preconditions, resolves arguments and spawns one attempt. A
     /// problem found here is a typed failure of the attempt, not a crash.
     /// The attempt's `step_started` is committed before the call is made.
+    ///
+    /// An attempt started `alone` (nothing else in flight or starting, so
+    /// there is nothing for it to run beside) is first polled in the run's
+    /// own task, and needs no task if that finishes it: a step whose tool
+    /// answers at once costs no spawn and no wake of another worker.
     pub(super) async fn start_attempt(
         &mut self,
         id: &StepId,
         attempt: u32,
+        alone: bool,
     ) -> Result<(), EngineError> {
         let step = self
             .state
@@ -178,34 +185,46 @@ impl Run<'_> {
                 // task keeps its captures for its whole life, and a box is a
                 // pointer where the context is a few hundred bytes.
                 let context = Box::new(context);
-                self.in_flight.spawn(async move {
-                    let started = tokio::time::Instant::now();
-                    // The call made inside `caught` too: a panic while the
-                    // executor sets the call up is the attempt's failure.
-                    let call = caught(async move { executor.execute(*context, tool).await });
-                    let result = match timeout_ms {
-                        Some(ms) => tokio::time::timeout(Duration::from_millis(ms), call)
-                            .await
-                            .unwrap_or_else(|_| {
-                                Err(StepFailure::new(
-                                    FailureClass::Transient,
-                                    FailureKind::Timeout,
-                                    format!("no answer within {ms} ms"),
-                                ))
-                            }),
-                        None => call.await,
-                    };
-                    let duration_ms =
-                        u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-                    Completion {
-                        step: step_id,
-                        attempt,
-                        kind: CompletionKind::Attempt {
-                            result,
-                            duration_ms,
-                        },
+                let mut call: std::pin::Pin<Box<dyn Future<Output = Completion> + Send>> =
+                    Box::pin(async move {
+                        let started = tokio::time::Instant::now();
+                        // The call made inside `caught` too: a panic while the
+                        // executor sets the call up is the attempt's failure.
+                        let call = caught(async move { executor.execute(*context, tool).await });
+                        let result = match timeout_ms {
+                            Some(ms) => tokio::time::timeout(Duration::from_millis(ms), call)
+                                .await
+                                .unwrap_or_else(|_| {
+                                    Err(StepFailure::new(
+                                        FailureClass::Transient,
+                                        FailureKind::Timeout,
+                                        format!("no answer within {ms} ms"),
+                                    ))
+                                }),
+                            None => call.await,
+                        };
+                        let duration_ms =
+                            u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+                        Completion {
+                            step: step_id,
+                            attempt,
+                            kind: CompletionKind::Attempt {
+                                result,
+                                duration_ms,
+                            },
+                        }
+                    });
+                if alone {
+                    // Polled with a waker that does nothing: if the call is
+                    // not finished, the task it moves into polls it again
+                    // at once, with its own waker.
+                    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+                    if let std::task::Poll::Ready(done) = call.as_mut().poll(&mut cx) {
+                        self.immediate.push_back(done);
+                        return Ok(());
                     }
-                });
+                }
+                self.in_flight.spawn(call);
             }
         }
         Ok(())
@@ -357,7 +376,8 @@ impl Run<'_> {
                         step: step.clone(),
                         attempt,
                     })?;
-                    Box::pin(self.start_attempt(&step, attempt)).await?;
+                    let alone = !self.busy();
+                    Box::pin(self.start_attempt(&step, attempt, alone)).await?;
                 }
                 CompletionKind::Attempt {
                     result: Ok(reply),

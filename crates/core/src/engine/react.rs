@@ -138,7 +138,8 @@ impl Run<'_> {
                     attempt: 1,
                 })
                 .await?;
-                self.start_attempt(&id, 1).await?;
+                let alone = !self.busy();
+                self.start_attempt(&id, 1, alone).await?;
                 Ok(Node::ExecuteStep.into())
             }
         }

@@ -170,7 +170,8 @@ impl Run<'_> {
                 attempt: 1,
             })
             .await?;
-            self.start_attempt(&id, 1).await?;
+            // Never alone: the planner's stream is read beside it.
+            self.start_attempt(&id, 1, false).await?;
         }
         Ok(())
     }
