@@ -320,7 +320,16 @@ fn lists_in(clause: &str) -> (Vec<String>, Vec<String>) {
             }
             _ => list,
         };
-        let items = split_items(&list);
+        // "청우비엠에스냐 누리시설관리냐, …": the alternatives, asked as a choice.
+        let (choice, items): (Vec<String>, Vec<String>) = split_items(&list)
+            .into_iter()
+            .partition(|i| i.split_whitespace().all(|w| w.ends_with('냐')));
+        for c in choice {
+            entities.extend(
+                c.split_whitespace()
+                    .map(|w| w.trim_end_matches('냐').trim_end_matches('이').to_owned()),
+            );
+        }
         if let Some((ents, dims)) = korean_of_split(&items) {
             entities.extend(ents);
             dimensions.extend(dims);
@@ -355,6 +364,24 @@ fn without_ending<'a>(word: &'a str, ends: &[&str]) -> Option<&'a str> {
         word.strip_suffix(e)
             .filter(|rest| rest.chars().count() >= 1)
     })
+}
+
+/// The words of a Korean phrase that ends at `words[end]` (its topic or
+/// subject, which loses its particle), back to the word before it that
+/// ends a phrase of its own ("누리가", "싸다는데", "3년에").
+fn phrase_ending_at(words: &[&str], end: usize) -> String {
+    const ENDS: &[&str] = &[
+        "이", "가", "은", "는", "을", "를", "에", "고", "데", "며", "면", "서",
+    ];
+    let start = words[..end]
+        .iter()
+        .rposition(|w| ENDS.iter().any(|e| w.ends_with(e)))
+        .map_or(0, |i| i + 1);
+    let mut dim: Vec<&str> = words[start..=end].to_vec();
+    if let Some(last) = dim.last_mut() {
+        *last = without_ending(last, &["은", "는", "이", "가"]).unwrap_or(last);
+    }
+    dim.join(" ")
 }
 
 /// The dimension one part of a plain Korean question asks about, in a
@@ -427,18 +454,29 @@ fn asked_in_korean_question(part: &str, entities: &mut Vec<String>) -> Option<St
                 .unwrap_or(last);
         }
         Some(dim.join(" "))
-    } else if KO_HOW_MUCH.iter().any(|q| text.contains(q))
-        && let Some(end) = words
+    } else if let Some(than) = than
+        && let Some(end) = words[..than]
             .iter()
-            .take(4)
-            .position(|w| without_ending(w, TOPIC).is_some())
+            .rposition(|w| without_ending(w, TOPIC).is_some())
     {
-        // "도입 비용은 3년에 얼마나 들어".
-        let mut dim: Vec<&str> = words[..=end].to_vec();
-        if let Some(last) = dim.last_mut() {
-            *last = without_ending(last, TOPIC).unwrap_or(last);
-        }
-        Some(dim.join(" "))
+        // "청소 품질은 청우보다 떨어지지 않는지".
+        compared(words[than].trim_end_matches("보다"));
+        Some(phrase_ending_at(&words, end))
+    } else if let Some(verb) = words
+        .iter()
+        .position(|w| KO_HOW_MUCH.iter().any(|q| format!(" {w}").starts_with(q)))
+        && let Some(end) = words[..verb]
+            .iter()
+            .rposition(|w| without_ending(w, TOPIC).is_some())
+            .or_else(|| {
+                words[..verb]
+                    .iter()
+                    .rposition(|w| without_ending(w, SUBJECT).is_some())
+            })
+    {
+        // "도입 비용은 3년에 얼마나 들어", "누리가 싸다는데 용역 비용이 정말
+        // 덜 드는지".
+        Some(phrase_ending_at(&words, end))
     } else {
         None
     };
@@ -468,6 +506,16 @@ const WHAT_WILL_TAILS: &[&str] = &[
     " going to be",
     " be like",
     " work out",
+];
+
+/// "which one gets the X under …": leads before the dimension.
+const WHICH_GETS: &[&str] = &[
+    "which one gets the ",
+    "which gets the ",
+    "which one has the better ",
+    "which has the better ",
+    "which one keeps the ",
+    "which keeps the ",
 ];
 
 /// Words after which a dimension asked "good enough" about ends.
@@ -549,6 +597,15 @@ fn asked_in_question(part: &str, entities: &mut Vec<String>) -> Option<String> {
             .min()
     {
         Some(text[lead.len()..tail].trim().to_owned())
+    } else if let Some(lead) = WHICH_GETS.iter().find(|l| lower.starts_with(**l)) {
+        // "which one gets the backlog conversion time under 18 months".
+        let rest = &lower[lead.len()..];
+        let end = [" under ", " below ", " within ", " down ", " to ", " for "]
+            .iter()
+            .filter_map(|b| rest.find(b))
+            .min()
+            .unwrap_or(rest.len());
+        Some(text[lead.len()..lead.len() + end].trim().to_owned())
     } else if COST_ASKED.iter().any(|c| lower.contains(c)) {
         Some("cost".to_owned())
     } else {
@@ -1132,6 +1189,10 @@ mod tests {
         );
         assert_eq!(a.dimensions, ["exam integrity", "per-exam cost"]);
         let a = asked(
+            "Before the Commissioners meet: is Quillmark really better than Ledgerline on image quality, and which one gets the backlog conversion time under 18 months?",
+        );
+        assert_eq!(a.dimensions, ["image quality", "backlog conversion time"]);
+        let a = asked(
             "부시장 보고 전에 급하게 하나만: 누리봇이 답변 정확도에서 정말 하나로챗보다 낫고, 도입 비용은 3년에 얼마나 들어?",
         );
         assert_eq!(a.dimensions, ["답변 정확도", "도입 비용"]);
@@ -1141,6 +1202,13 @@ mod tests {
         );
         assert_eq!(a.dimensions, ["설치 공사 기간", "구청 부담 비용"]);
         assert_eq!(a.entities, ["그린볼트", "모아에너지"]);
+        let a = asked(
+            "위원회 전에 간단히요: 누리가 싸다는데 용역 비용이 정말 덜 드는지, 그리고 청소 품질은 청우보다 떨어지지 않는지 궁금해요.",
+        );
+        assert_eq!(a.dimensions, ["용역 비용", "청소 품질"]);
+        let a = asked("청우비엠에스냐 누리시설관리냐, 청소 품질과 인력 운영을 따져 봐 주세요.");
+        assert_eq!(a.dimensions, ["청소 품질", "인력 운영"]);
+        assert_eq!(a.entities, ["청우비엠에스", "누리시설관리"]);
         // A question about no dimension asks about none.
         for goal in [
             "Which broker should we choose?",

@@ -95,6 +95,63 @@ fn asks_quantity(question: &str) -> bool {
     holds_any(question, QUANTITY_CUES)
 }
 
+/// What a question counts: the noun after "how many" (as its stem), or
+/// the Korean unit after 몇 ("몇 명이 왔나" → 명).
+fn counted(question: &str) -> Option<Counted> {
+    let lower = question.to_lowercase();
+    if let Some(at) = lower.find("how many ") {
+        let noun = lower[at + "how many ".len()..]
+            .split(|c: char| !c.is_alphanumeric())
+            .next()
+            .filter(|w| !w.is_empty())?;
+        return Some(Counted::Noun(stepwise_tools::notes::stem::stem(noun)));
+    }
+    let words: Vec<&str> = lower.split_whitespace().collect();
+    let at = words.iter().position(|w| *w == "몇")?;
+    let unit: String = words
+        .get(at + 1)?
+        .chars()
+        .take_while(|c| !['이', '가', '을', '를', '은', '는', '의', '?'].contains(c))
+        .collect();
+    (!unit.is_empty()).then_some(Counted::Unit(unit))
+}
+
+/// What a count is of (see [`counted`]).
+enum Counted {
+    /// An English noun's stem: "how many *people*".
+    Noun(String),
+    /// A Korean counter: "몇 *명*".
+    Unit(String),
+}
+
+impl Counted {
+    /// Whether a sentence gives such a count: a figure with the noun, or a
+    /// number the Korean counter follows ("22명").
+    fn given_by(&self, sentence: &Said<'_>) -> bool {
+        match self {
+            Counted::Noun(n) => sentence.has_figure() && mentions(sentence.words(), n),
+            Counted::Unit(u) => {
+                let text = sentence.text;
+                text.match_indices(u.as_str()).any(|(i, _)| {
+                    text[..i]
+                        .trim_end()
+                        .chars()
+                        .next_back()
+                        .is_some_and(|c| c.is_ascii_digit())
+                })
+            }
+        }
+    }
+
+    /// Whether a question's clause (its stems) is the one that counts.
+    fn in_facet(&self, facet: &[String]) -> bool {
+        match self {
+            Counted::Noun(n) => facet.iter().any(|w| w == n),
+            Counted::Unit(_) => true,
+        }
+    }
+}
+
 /// One sentence that may back a claim, with what ranks it.
 #[derive(Debug, Clone)]
 pub(crate) struct Quote {
@@ -296,10 +353,16 @@ impl<'a> Lens<'a> {
         if !self.lexicon.cohesive(note_id) && !self.topic.names_an_entity(ws) {
             return false;
         }
+        // "How many people came to the lunch?" is answered by a count of
+        // people, not by any sentence about the lunch with a number in it.
+        let count = counted(description);
         facet.is_some_and(|(facet, covered)| {
             covered >= GOAL_SHARE
                 && covered >= BEST_SHARE * best
                 && (facet.iter().any(|t| mentions(ws, t)) || sentence.has_figure())
+                && count
+                    .as_ref()
+                    .is_none_or(|c| !c.in_facet(facet) || c.given_by(sentence))
         })
     }
 
@@ -321,7 +384,10 @@ impl<'a> Lens<'a> {
                 || words[i - 1]
                     .trim_end_matches(['*', '_'])
                     .ends_with(['.', ':']);
-            let w = words[i].trim_matches(|c: char| !c.is_alphanumeric());
+            let w = words[i]
+                .trim_matches(|c: char| !c.is_alphanumeric())
+                .trim_end_matches("'s")
+                .trim_end_matches("’s");
             let camel = w.chars().skip(1).any(|c| c.is_ascii_uppercase())
                 && w.chars().any(|c| c.is_ascii_lowercase());
             first && !camel
@@ -330,7 +396,11 @@ impl<'a> Lens<'a> {
             .iter()
             .enumerate()
             .filter(|(i, _)| !opens(*i))
-            .map(|(_, w)| w.trim_matches(|c: char| !c.is_alphanumeric()))
+            .map(|(_, w)| {
+                w.trim_matches(|c: char| !c.is_alphanumeric())
+                    .trim_end_matches("'s")
+                    .trim_end_matches("’s")
+            })
             .any(|w| is_name_word(w) && !goal.contains(&w.to_lowercase()))
     }
 
@@ -508,5 +578,17 @@ mod tests {
         assert!(asks_quantity("What share of chats were resolved?"));
         assert!(asks_quantity("해결률은 얼마였나?"));
         assert!(!asks_quantity("Should we adopt RAG?"));
+    }
+
+    #[test]
+    fn a_count_is_answered_by_a_count_of_what_it_asks() {
+        let people = counted("How many people came to the lunch?").unwrap();
+        assert!(people.given_by(&Said::new("About 40 people came.")));
+        assert!(!people.given_by(&Said::new("After 34 years at the counter, Doris retires.")));
+        assert!(!people.given_by(&Said::new("Many people came.")));
+        let ko = counted("체육대회에 몇 명이 왔나?").unwrap();
+        assert!(ko.given_by(&Said::new("직원 52명이 참가했다.")));
+        assert!(!ko.given_by(&Said::new("오후 3시에 시작한다.")));
+        assert!(counted("Should we adopt RAG?").is_none());
     }
 }

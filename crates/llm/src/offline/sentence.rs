@@ -278,6 +278,14 @@ const DEFERRALS: &[&str] = &[
     "알아보자",
     "확인하자",
     "따로 물어보",
+    "다루기로",
+    "before anyone argues",
+    "before anyone decides",
+    "didn't come up",
+    "did not come up",
+    "never came up",
+    "haven't looked at",
+    "have not looked at",
 ];
 
 /// Phrases by which a sentence says two figures disagree without giving
@@ -334,6 +342,9 @@ const SELF_EXCLUSIONS: &[&str] = &[
     "와는 다른 사업",
     "a different project",
     "a separate project",
+    "not for this project",
+    "isn't part of either",
+    "is not part of either",
 ];
 
 /// Phrases by which a note's opening sets its subject aside ("was set
@@ -404,6 +415,7 @@ const BOOKED_TO: &[&str] = &[
     "운영비에서 낸다",
     "운영비에서 냈다",
     "운영비로 처리",
+    "운영비로 충당",
     "예산에서 낸다",
     "예산에서 냈다",
 ];
@@ -486,6 +498,10 @@ pub(crate) const DROPPED_WORDS: &[&str] = &["aside", "ruled", "dropped", "exclud
 /// Korean endings by which a sentence says an option was dropped from the
 /// decision ("이번 검토에서 제외했다"); "전용회선 제외" (excluding) is not one.
 const KO_DROPPED: &[&str] = &[
+    "회의에서 제외",
+    "제외 결정",
+    "빼기로 했다",
+    "빼기로 함",
     "제외했다",
     "제외됐다",
     "제외되었다",
@@ -494,9 +510,9 @@ const KO_DROPPED: &[&str] = &[
     "제외합니다",
 ];
 
-/// The search term every [`KO_DROPPED`] ending holds (search splits Korean
-/// into character bigrams).
-pub(crate) const KO_DROPPED_WORDS: &[&str] = &["제외"];
+/// The search terms one of which every [`KO_DROPPED`] ending holds (search
+/// splits Korean into character bigrams).
+pub(crate) const KO_DROPPED_WORDS: &[&str] = &["제외", "빼기"];
 
 /// Quote marks a Korean note puts around a name.
 const QUOTES: &[(char, char)] = &[
