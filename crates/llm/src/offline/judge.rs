@@ -221,6 +221,41 @@ pub(crate) struct Lens<'a> {
     /// What the goal says the choice replaces ("to replace SignUpSpot",
     /// "한빛이를 대체할"), as stems: the status quo, not an option.
     replaced: Vec<String>,
+    /// Whether the goal weighs the status quo itself ("Should we replace
+    /// Registrar?", "keep Registrar or …"): then what is in place now is
+    /// evidence too.
+    weighs_status_quo: bool,
+}
+
+/// Words by which a goal asks whether to keep what is in place.
+const KEEP: &[&str] = &[
+    "keep ",
+    "stay with",
+    "stick with",
+    "유지할",
+    "계속 쓸",
+    "계속 사용",
+];
+
+/// Words by which a Korean goal asks whether to replace what is in place.
+const KO_WHETHER_TO_REPLACE: &[&str] = &["교체할지", "교체해야", "바꿀지", "바꿔야 할"];
+
+/// Whether a goal weighs the status quo: it asks whether to keep it, or
+/// whether to replace it ("Should the district replace Registrar?"), not
+/// which option replaces it ("Which vendor should replace Keystone?",
+/// "A or B to replace C", "C를 대체할 …").
+fn weighs_status_quo(goal: &str) -> bool {
+    let lower = goal.to_lowercase();
+    let asks_whether = ["should ", "whether ", "do we ", "is it time"]
+        .iter()
+        .any(|w| lower.contains(w))
+        && !["which ", "what "].iter().any(|w| lower.starts_with(w));
+    holds_any(goal, KEEP)
+        || holds_any(goal, KO_WHETHER_TO_REPLACE)
+        || (asks_whether
+            && lower.contains("replace")
+            && !lower.contains("to replace")
+            && !lower.contains("replacing"))
 }
 
 /// The names a goal says its choice replaces: the word after "replace" or
@@ -261,13 +296,15 @@ impl<'a> Lens<'a> {
     pub(crate) fn for_goal(lexicon: &'a Lexicon, goal: &str, constraints: &Constraints) -> Self {
         let asked = Asked::from_parts(goal, constraints);
         let topic = Topic::of(goal, &asked);
+        let replaced = replaced_in(goal);
         Lens {
             lexicon,
             asked,
             topic,
             goal_lower: goal.to_lowercase(),
             goal: goal.to_owned(),
-            replaced: replaced_in(goal),
+            weighs_status_quo: weighs_status_quo(goal),
+            replaced,
         }
     }
 
@@ -320,7 +357,8 @@ impl<'a> Lens<'a> {
             }
             // What is in place now, said of no alternative ("지금 한빛이
             // 유지보수 계약은 12월에 끝나고"), is the status quo.
-            if !self.topic.names_an_entity(ws)
+            if !self.weighs_status_quo
+                && !self.topic.names_an_entity(ws)
                 && (super::sentence::about_the_status_quo(sentence.text)
                     || self.replaced.iter().any(|r| mentions(ws, r)))
             {
@@ -578,6 +616,25 @@ mod tests {
         assert!(asks_quantity("What share of chats were resolved?"));
         assert!(asks_quantity("해결률은 얼마였나?"));
         assert!(!asks_quantity("Should we adopt RAG?"));
+    }
+
+    #[test]
+    fn the_status_quo_is_weighed_only_when_the_goal_weighs_it() {
+        let weighs = weighs_status_quo;
+        assert!(weighs(
+            "Should the district replace Registrar? Consider cost."
+        ));
+        assert!(weighs("Keep Registrar or move to Ledgerline?"));
+        assert!(weighs("지금 시스템을 교체해야 할까?"));
+        assert!(!weighs(
+            "ProctorLane or Meridian to replace the Calloway Hall Testing Center: cost"
+        ));
+        assert!(!weighs("Which payroll vendor should replace Keystone?"));
+        assert!(!weighs(
+            "한빛이를 대체할 민원 챗봇, 누리봇과 하나로챗 비교: 비용"
+        ));
+        assert!(!weighs("Which vendor should we choose? Consider cost."));
+        assert_eq!(replaced_in("한빛이를 대체할 민원 챗봇"), ["한빛"]);
     }
 
     #[test]
