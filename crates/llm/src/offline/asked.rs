@@ -17,7 +17,7 @@
 //! context: it shapes the searches but makes no section.
 
 use stepwise_core::{Constraints, Goal, RunState};
-use stepwise_tools::notes::stem::{mentions, stem, words};
+use stepwise_tools::notes::stem::{is_hangul, mentions, stem, words};
 
 /// A goal's dimensions and entities.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -391,7 +391,7 @@ fn phrase_ending_at(words: &[&str], end: usize) -> String {
 /// - "X은 (3년에) 얼마나 들어", "X은 어느 쪽이 덜 들어" → X.
 fn asked_in_korean_question(part: &str, entities: &mut Vec<String>) -> Option<String> {
     let text = part.trim().trim_end_matches(['?', '.', '!', '？']).trim();
-    if !text.chars().any(|c| ('\u{AC00}'..='\u{D7A3}').contains(&c)) {
+    if !text.chars().any(is_hangul) {
         return None;
     }
     let mut words: Vec<&str> = text.split_whitespace().collect();
@@ -995,7 +995,7 @@ fn split_items(list: &str) -> Vec<String> {
 fn trim_korean_context(item: &str) -> String {
     let words: Vec<&str> = item.split_whitespace().collect();
     let cut = words.iter().rposition(|w| {
-        w.chars().count() == 1 && w.chars().all(|c| ('\u{AC00}'..='\u{D7A3}').contains(&c))
+        w.chars().count() == 1 && w.chars().all(is_hangul)
             || ["에서", "에는", "에서는", "때", "경우", "대해", "위해"]
                 .iter()
                 .any(|e| w.ends_with(e))
@@ -1028,7 +1028,7 @@ fn clean_item(raw: &str) -> String {
     }
     // Korean: the last word loses its particle (보안을 → 보안).
     if let Some(last) = item.split_whitespace().last()
-        && last.chars().any(|c| ('\u{AC00}'..='\u{D7A3}').contains(&c))
+        && last.chars().any(is_hangul)
     {
         let stripped = stem(last);
         if stripped != last && !stripped.is_empty() {

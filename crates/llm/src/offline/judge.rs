@@ -359,7 +359,7 @@ impl<'a> Lens<'a> {
             // 유지보수 계약은 12월에 끝나고"), is the status quo.
             if !self.weighs_status_quo
                 && !self.topic.names_an_entity(ws)
-                && (super::sentence::about_the_status_quo(sentence.text)
+                && (super::sentence::about_the_status_quo(sentence.text, ws)
                     || self.replaced.iter().any(|r| mentions(ws, r)))
             {
                 return false;
@@ -414,32 +414,31 @@ impl<'a> Lens<'a> {
         }
         let goal = self.goal_lower.as_str();
         let words: Vec<&str> = sentence.text.split_whitespace().collect();
+        // Each word bare: no punctuation around it, no possessive.
+        let bare = |w: &'_ str| -> String {
+            w.trim_matches(|c: char| !c.is_alphanumeric())
+                .trim_end_matches("'s")
+                .trim_end_matches("’s")
+                .to_owned()
+        };
         // A word that opens the sentence, or follows a label ("**Price.**
         // Business plan …", "Note: Teams …"), is capitalised as a first word;
         // one capitalised inside too (TaskHub) is a name wherever it stands.
-        let opens = |i: usize| {
+        let opens = |i: usize, w: &str| {
             let first = i == 0
                 || words[i - 1]
                     .trim_end_matches(['*', '_'])
                     .ends_with(['.', ':']);
-            let w = words[i]
-                .trim_matches(|c: char| !c.is_alphanumeric())
-                .trim_end_matches("'s")
-                .trim_end_matches("’s");
             let camel = w.chars().skip(1).any(|c| c.is_ascii_uppercase())
                 && w.chars().any(|c| c.is_ascii_lowercase());
             first && !camel
         };
         words
             .iter()
+            .map(|w| bare(w))
             .enumerate()
-            .filter(|(i, _)| !opens(*i))
-            .map(|(_, w)| {
-                w.trim_matches(|c: char| !c.is_alphanumeric())
-                    .trim_end_matches("'s")
-                    .trim_end_matches("’s")
-            })
-            .any(|w| is_name_word(w) && !goal.contains(&w.to_lowercase()))
+            .filter(|(i, w)| !opens(*i, w))
+            .any(|(_, w)| is_name_word(&w) && !goal.contains(&w.to_lowercase()))
     }
 
     /// The words that rank a sentence for `description`.

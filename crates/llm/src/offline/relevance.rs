@@ -1197,14 +1197,11 @@ pub(crate) fn about_dimension(
     // about no option).
     match terms.split_last() {
         Some((head, modifiers)) if !modifiers.is_empty() => {
-            // A head that is a length of time ("time") says little alone:
-            // "5 working days of Sam's time" is no turnaround time.
+            // A head that is a length of time says little alone (see
+            // `bare_head`).
             (sentence.names(head)
                 && modifiers.iter().all(|m| lexicon.note_mentions(note_id, m))
-                && (!duration_heads().contains(head)
-                    || modifiers
-                        .iter()
-                        .any(|m| sentence.names(m) || frame.names(m))))
+                && !bare_head)
                 || (of_an_alternative
                     && duration_heads().contains(head)
                     && sentence.has_duration()

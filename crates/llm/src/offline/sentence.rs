@@ -446,13 +446,11 @@ const STATUS_QUO_EN: &[&str] = &[
     "today we ",
 ];
 
-/// Whether a sentence speaks of what is in place now: the status quo, not
-/// the options (when it names none of them; see the judge).
-pub(crate) fn about_the_status_quo(sentence: &str) -> bool {
-    holds_any(sentence, STATUS_QUO_EN)
-        || stepwise_tools::notes::stem::words(sentence)
-            .iter()
-            .any(|w| STATUS_QUO_KO.contains(&w.as_str()))
+/// Whether a sentence (its text and its stems) speaks of what is in place
+/// now: the status quo, not the options (when it names none of them; see
+/// the judge).
+pub(crate) fn about_the_status_quo(sentence: &str, stems: &[String]) -> bool {
+    holds_any(sentence, STATUS_QUO_EN) || stems.iter().any(|w| STATUS_QUO_KO.contains(&w.as_str()))
 }
 
 /// Phrases by which a length of time is someone's effort, not time that
