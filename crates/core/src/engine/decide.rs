@@ -5,9 +5,11 @@
 //! perform the answer — record its events, go to its node. So every branch
 //! of the planning graph can be tested with a state and an outcome alone.
 
-use crate::decision::{Assessment, Driver, Report, Verdict, VerifyPolicy};
-use crate::plan::Step;
+use crate::decision::{Assessment, Driver, Report, ReviewDecision, Verdict, VerifyPolicy};
+use crate::goal::{Goal, InputError};
 use crate::plan::criteria::{Check, Criterion, all_typed};
+use crate::plan::validate::ValidatedPlan;
+use crate::plan::{Plan, Step};
 
 use super::AssessMode;
 use crate::event::{Brief, EventKind, StopCondition};
@@ -360,6 +362,73 @@ pub(crate) fn replan_guard(state: &RunState, reason: String) -> ReplanGuard {
     }
 }
 
+/// prepare_input: a goal that can be read is recorded and the strategy
+/// chosen next; one that cannot ends the run, saying why.
+pub(crate) fn prepared(input: Result<Goal, InputError>) -> Command {
+    match input {
+        Ok(goal) => Command {
+            record: vec![EventKind::InputPrepared {
+                goal: Box::new(goal),
+            }],
+            then: Node::ChooseStrategy.into(),
+        },
+        Err(e) => Command {
+            record: vec![EventKind::InputRejected {
+                reason: e.to_string(),
+            }],
+            then: Node::End.into(),
+        },
+    }
+}
+
+/// validate_plan: a valid draft becomes the next plan version, to review;
+/// an invalid one is recorded with its diagnostics (see [`invalid_plan`]).
+pub(crate) fn validated(
+    state: &RunState,
+    checked: Result<ValidatedPlan, Vec<Diagnostic>>,
+    repair_first_draft: bool,
+) -> Command {
+    match checked {
+        Ok(validated) => Command {
+            record: vec![EventKind::PlanValidated {
+                plan: Plan {
+                    version: state.plan.version + 1,
+                    steps: validated.into_steps(),
+                },
+            }],
+            then: Node::ReviewPlan.into(),
+        },
+        Err(diagnostics) => invalid_plan(state, diagnostics, repair_first_draft),
+    }
+}
+
+/// review_plan: what the reviewer's decision on plan `version` records and
+/// where it goes — dispatch, a person's approval, or review with the reason.
+/// (A deferral costs nothing to record: the person's answer is the review.)
+pub(crate) fn reviewed(version: u32, decision: ReviewDecision, usage: Usage) -> Command {
+    match decision {
+        ReviewDecision::Approved { by } => Command {
+            record: vec![EventKind::PlanApproved { version, by, usage }],
+            then: Node::SelectNextStep.into(),
+        },
+        ReviewDecision::Deferred => Command {
+            record: vec![EventKind::PlanReviewRequested { version }],
+            then: Node::AwaitApproval.into(),
+        },
+        ReviewDecision::Rejected { reason } => {
+            let review = format!("plan version {version} was rejected: {reason}");
+            Command {
+                record: vec![EventKind::PlanRejected {
+                    version,
+                    reason,
+                    usage,
+                }],
+                then: Review::because(review),
+            }
+        }
+    }
+}
+
 /// Where a plan that failed validation goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Invalid {
@@ -607,6 +676,79 @@ mod tests {
 
     fn failed(class: FailureClass) -> StepOutcome {
         StepOutcome::Failed(StepFailure::new(class, FailureKind::Tool, "boom"))
+    }
+
+    #[test]
+    fn a_review_records_its_decision_and_goes_where_it_says() {
+        let approved = reviewed(
+            2,
+            ReviewDecision::Approved { by: "ana".into() },
+            Usage::default(),
+        );
+        assert_eq!(approved.then, Next::To(Node::SelectNextStep));
+        assert!(matches!(
+            approved.record.as_slice(),
+            [EventKind::PlanApproved { version: 2, by, .. }] if by == "ana"
+        ));
+        let deferred = reviewed(2, ReviewDecision::Deferred, Usage::default());
+        assert_eq!(deferred.then, Next::To(Node::AwaitApproval));
+        let rejected = reviewed(
+            3,
+            ReviewDecision::Rejected {
+                reason: "too broad".into(),
+            },
+            Usage::default(),
+        );
+        assert!(matches!(
+            rejected.record.as_slice(),
+            [EventKind::PlanRejected { version: 3, .. }]
+        ));
+        match rejected.then {
+            Next::Review(review) => {
+                assert_eq!(review.reason, "plan version 3 was rejected: too broad");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_valid_draft_is_the_next_version_and_an_unreadable_goal_ends_the_run() {
+        let mut tools = crate::tool::ToolRegistry::new();
+        tools.register_dyn(std::sync::Arc::new(crate::testing::FnTool::echo(
+            "search",
+            std::time::Duration::ZERO,
+        )));
+        let catalog = tools.catalog().unwrap();
+        let constraints = crate::goal::Constraints::default();
+        let limits = crate::plan::validate::Limits {
+            tools: &catalog,
+            max_steps: None,
+            constraints: &constraints,
+        };
+        let check = |tool: &str| {
+            let draft = serde_json::json!({"steps": [
+                {"id": "x", "description": "find", "tool": tool, "acceptance_criteria": ["non_empty"]}
+            ]});
+            crate::plan::validate::validate(&draft, limits)
+        };
+        let s = two_steps();
+        let command = validated(&s, check("search"), true);
+        assert_eq!(command.then, Next::To(Node::ReviewPlan));
+        assert!(matches!(
+            command.record.as_slice(),
+            [EventKind::PlanValidated { plan }] if plan.version == 2 && plan.steps.len() == 1
+        ));
+        let command = validated(&s, check("nosuch"), true);
+        assert_eq!(command.then, Next::To(Node::RepairPlan));
+        assert!(
+            matches!(command.record.as_slice(), [EventKind::PlanInvalid { diagnostics }] if !diagnostics.is_empty())
+        );
+        let ended = prepared(Goal::prepare("   ", constraints.clone()));
+        assert_eq!(ended.then, Next::To(Node::End));
+        assert!(matches!(
+            ended.record.as_slice(),
+            [EventKind::InputRejected { .. }]
+        ));
     }
 
     fn two_steps() -> RunState {

@@ -4,31 +4,16 @@
 use crate::event::EventKind;
 use crate::goal::Goal;
 use crate::graph::Node;
-use crate::plan::Plan;
 use crate::plan::validate::validate;
-use crate::roles::{PlanRequest, RepairRequest, ReplanRequest, ReviewDecision};
+use crate::roles::{PlanRequest, RepairRequest, ReplanRequest};
 use serde_json::Value;
 
-use super::{EngineError, NodeResult, Review, Run, decide};
+use super::{EngineError, NodeResult, Run, decide};
 
 impl Run<'_> {
     pub(super) async fn prepare_input(&mut self) -> NodeResult {
-        match Goal::prepare(&self.state.input, self.state.constraints.clone()) {
-            Err(e) => {
-                self.record(EventKind::InputRejected {
-                    reason: e.to_string(),
-                })
-                .await?;
-                Ok(Node::End.into())
-            }
-            Ok(goal) => {
-                self.record(EventKind::InputPrepared {
-                    goal: Box::new(goal),
-                })
-                .await?;
-                Ok(Node::ChooseStrategy.into())
-            }
-        }
+        let input = Goal::prepare(&self.state.input, self.state.constraints.clone());
+        self.perform(decide::prepared(input)).await
     }
 
     pub(super) async fn create_plan(&mut self) -> NodeResult {
@@ -52,24 +37,10 @@ impl Run<'_> {
             self.state.pending_draft.as_ref().ok_or_else(|| {
                 EngineError::Invariant("validate_plan without a draft".to_owned())
             })?;
-        match validate(draft, self.limits()) {
-            Ok(validated) => {
-                let plan = Plan {
-                    version: self.state.plan.version + 1,
-                    steps: validated.into_steps(),
-                };
-                self.record(EventKind::PlanValidated { plan }).await?;
-                Ok(Node::ReviewPlan.into())
-            }
-            Err(diagnostics) => {
-                let command = decide::invalid_plan(
-                    &self.state,
-                    diagnostics,
-                    self.engine.config.repair_first_draft,
-                );
-                self.perform(command).await
-            }
-        }
+        let checked = validate(draft, self.limits());
+        let command =
+            decide::validated(&self.state, checked, self.engine.config.repair_first_draft);
+        self.perform(command).await
     }
 
     pub(super) async fn repair_plan(&mut self) -> NodeResult {
@@ -108,33 +79,8 @@ impl Run<'_> {
         let reply = self
             .answer(crate::roles::RoleName::Reviewer, outcome)
             .await?;
-        let version = self.state.plan.version;
-        match reply.value {
-            ReviewDecision::Approved { by } => {
-                self.record(EventKind::PlanApproved {
-                    version,
-                    by,
-                    usage: reply.usage,
-                })
-                .await?;
-                Ok(Node::SelectNextStep.into())
-            }
-            ReviewDecision::Deferred => {
-                self.record(EventKind::PlanReviewRequested { version })
-                    .await?;
-                Ok(Node::AwaitApproval.into())
-            }
-            ReviewDecision::Rejected { reason } => {
-                let review = format!("plan version {version} was rejected: {reason}");
-                self.record(EventKind::PlanRejected {
-                    version,
-                    reason,
-                    usage: reply.usage,
-                })
-                .await?;
-                Ok(Review::because(review))
-            }
-        }
+        let command = decide::reviewed(self.state.plan.version, reply.value, reply.usage);
+        self.perform(command).await
     }
 
     pub(super) async fn replan(&mut self, reason: String) -> NodeResult {

@@ -358,6 +358,12 @@ const KO_QUESTION_LEADS: &[&str] = &["그리고", "또", "또는", "근데", "�
 /// 중력은 얼마인가" and "A는 B와 C 중 어느 쪽을 도입해야 할까" ask about none.
 const KO_HOW_MUCH: &[&str] = &[" 들어", " 들까", " 드는", " 드나", " 듭니까", " 들어가"];
 
+/// "얼마나", "얼마쯤", "얼마 정도": how much, as in "위탁 비용은 대충
+/// 얼마쯤 나올까요" ("얼마인가" asks what a value is, not what it costs).
+fn asks_how_much(word: &str) -> bool {
+    ["얼마나", "얼마쯤", "얼마정도"].contains(&word)
+}
+
 /// A Korean word without its last particle, if it ends with one of `ends`.
 fn without_ending<'a>(word: &'a str, ends: &[&str]) -> Option<&'a str> {
     ends.iter().find_map(|e| {
@@ -462,17 +468,16 @@ fn asked_in_korean_question(part: &str, entities: &mut Vec<String>) -> Option<St
         // "청소 품질은 청우보다 떨어지지 않는지".
         compared(words[than].trim_end_matches("보다"));
         Some(phrase_ending_at(&words, end))
-    } else if let Some(verb) = words
+    } else if let Some(verb) = words.iter().position(|w| {
+        KO_HOW_MUCH.iter().any(|q| format!(" {w}").starts_with(q)) || asks_how_much(w)
+    }) && let Some(end) = words[..verb]
         .iter()
-        .position(|w| KO_HOW_MUCH.iter().any(|q| format!(" {w}").starts_with(q)))
-        && let Some(end) = words[..verb]
-            .iter()
-            .rposition(|w| without_ending(w, TOPIC).is_some())
-            .or_else(|| {
-                words[..verb]
-                    .iter()
-                    .rposition(|w| without_ending(w, SUBJECT).is_some())
-            })
+        .rposition(|w| without_ending(w, TOPIC).is_some())
+        .or_else(|| {
+            words[..verb]
+                .iter()
+                .rposition(|w| without_ending(w, SUBJECT).is_some())
+        })
     {
         // "도입 비용은 3년에 얼마나 들어", "누리가 싸다는데 용역 비용이 정말
         // 덜 드는지".
@@ -502,6 +507,7 @@ const WHAT_WILL_LEADS: &[&str] = &[
 ];
 const WHAT_WILL_TAILS: &[&str] = &[
     " going to look like",
+    " looking like",
     " look like",
     " going to be",
     " be like",
@@ -538,7 +544,9 @@ const COST_ASKED: &[&str] = &[
 /// The dimension one part of a plain question asks about, if it asks
 /// about one in a shape we know (and the alternatives it compares, into
 /// `entities`):
-/// - "is A really better than B on X" → X (A and B compared);
+/// - "is A really better than B on X", "does A beat B on X" → X (A and B
+///   compared);
+/// - "… - the X - …" → X;
 /// - "is A's X good enough (for …)" → X; "A good enough on X (to …)" → X;
 /// - "what's the X going to look like" → X;
 /// - "what's each of them going to cost us" → cost.
@@ -564,7 +572,27 @@ fn asked_in_question(part: &str, entities: &mut Vec<String>) -> Option<String> {
             .unwrap_or(rest.len());
         text[from..from + end].trim().to_owned()
     };
-    let found = if let Some(than) = lower.find(" than ")
+    // "do the nurses get calls faster with A than B - the call response
+    // workflow - and …": a phrase set off by dashes names what is asked.
+    let between_dashes = [" - ", " – ", " — "].iter().find_map(|dash| {
+        let pieces: Vec<&str> = text.split(dash).collect();
+        let named = pieces.get(1)?.trim();
+        let named = named.strip_prefix("the ").unwrap_or(named);
+        is_short(named).then(|| named.to_owned())
+    });
+    // "is A really better than B on X", "does A really beat B on X".
+    let than = [
+        " than ",
+        " beats ",
+        " beat ",
+        " outperforms ",
+        " outperform ",
+    ]
+    .iter()
+    .find_map(|c| lower.find(c).map(|at| (at, c.len())));
+    let found = if between_dashes.is_some() {
+        between_dashes
+    } else if let Some((than, than_len)) = than
         && let Some(on) = lower[than..].find(" on ").map(|i| i + than)
     {
         // The two sides: the subject (after its verb) and the than-object.
@@ -573,7 +601,7 @@ fn asked_in_question(part: &str, entities: &mut Vec<String>) -> Option<String> {
             .filter(|w| w.chars().next().is_some_and(char::is_uppercase))
             .collect::<Vec<_>>()
             .join(" ");
-        let object = text[than + " than ".len()..on].trim();
+        let object = text[than + than_len..on].trim();
         for side in [subject.as_str(), object] {
             if !side.is_empty() && is_short(side) && is_name(side) {
                 entities.push(side.to_owned());
@@ -931,15 +959,28 @@ fn korean_of_split(items: &[String]) -> Option<(Vec<String>, Vec<String>)> {
 /// Splits a list at commas, "and", "or", "&", "as well as", 및, 그리고, and the
 /// Korean "와/과" at a word end; each item cleaned.
 fn split_items(list: &str) -> Vec<String> {
-    let mut parts = vec![list.to_owned()];
+    // "total cost, EHR and phone integration, vendor service and infection
+    // control": in a list with commas, "and" joins the last two items; an
+    // "and" inside an earlier item is part of it.
+    let commas: Vec<&str> = list.split([',', '、']).collect();
+    let last = commas.len() - 1;
+    let mut parts: Vec<String> = commas
+        .iter()
+        .enumerate()
+        .flat_map(|(i, part)| {
+            if i < last {
+                return vec![(*part).to_owned()];
+            }
+            part.split(" and ")
+                .flat_map(|p| p.split(" & "))
+                .map(str::to_owned)
+                .collect()
+        })
+        .collect();
     for sep in [
-        ",",
-        "、",
         "·",
         "ㆍ",
-        " and ",
         " or ",
-        " & ",
         " against ",
         " versus ",
         " vs. ",
@@ -1059,6 +1100,24 @@ mod tests {
 
     fn asked(goal: &str) -> Asked {
         Asked::from_parts(goal, &Constraints::default())
+    }
+
+    #[test]
+    fn an_and_inside_an_earlier_item_is_part_of_it() {
+        let a = asked(
+            "Should we replace Ravel? Consider total cost, EHR and phone integration, vendor service and infection control.",
+        );
+        assert_eq!(
+            a.dimensions,
+            [
+                "total cost",
+                "EHR and phone integration",
+                "vendor service",
+                "infection control"
+            ]
+        );
+        let a = asked("Compare Kafka, RabbitMQ and SQS on cost and latency.");
+        assert_eq!(a.dimensions, ["cost", "latency"]);
     }
 
     #[test]
@@ -1209,6 +1268,19 @@ mod tests {
         let a = asked("청우비엠에스냐 누리시설관리냐, 청소 품질과 인력 운영을 따져 봐 주세요.");
         assert_eq!(a.dimensions, ["청소 품질", "인력 운영"]);
         assert_eq!(a.entities, ["청우비엠에스", "누리시설관리"]);
+        let a = asked(
+            "Quick one: do the nurses get calls faster with CareBeacon than WardLink - the call response workflow - and what's the total cost looking like over five years?",
+        );
+        assert_eq!(a.dimensions, ["call response workflow", "total cost"]);
+        let a = asked(
+            "Quick one: does Kestrel really beat Tundra on alarm escalation, and what's the five-year cost going to look like?",
+        );
+        assert_eq!(a.dimensions, ["alarm escalation", "five-year cost"]);
+        assert_eq!(a.entities, ["Kestrel", "Tundra"]);
+        let a = asked(
+            "위원회 전에 하나만요: 다온이 늘봄보다 일정 조율이 정말 나은 건가요? 그리고 위탁 비용은 대충 얼마쯤 나올까요?",
+        );
+        assert_eq!(a.dimensions, ["일정 조율", "위탁 비용"]);
         // A question about no dimension asks about none.
         for goal in [
             "Which broker should we choose?",

@@ -40,6 +40,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, OnceLock};
+use stepwise_tools::notes::stem::is_hangul;
 
 use stepwise_tools::notes::Corpus;
 use stepwise_tools::notes::stem::{
@@ -436,6 +437,21 @@ impl Lexicon {
         self.corpus
             .position(note_id)
             .is_some_and(|at| self.mentioned_at(at, term))
+    }
+
+    /// Whether a note writes a Korean `term` as the first part of a compound
+    /// (행정 in 행정포털): what the note is about, though never a word of its
+    /// own there. For a compound dimension's modifiers only, never a
+    /// sentence's own words (see [`about_dimension`]).
+    pub(crate) fn note_compounds(&self, note_id: &str, term: &str) -> bool {
+        term.chars().count() >= 2
+            && term.chars().all(is_hangul)
+            && self.corpus.position(note_id).is_some_and(|at| {
+                self.corpus.notes()[at]
+                    .text
+                    .split(|c: char| !is_hangul(c))
+                    .any(|w| w.len() > term.len() && w.starts_with(term))
+            })
     }
 
     /// Whether a note says up front — in its title or first two passages —
@@ -1053,11 +1069,14 @@ impl Wording {
     }
 }
 
-/// Words that, beside another, only say "how it is handled": "temperature
-/// *control*", "breakdown *response*", "*tool* integration", "안전 *관리*",
-/// "관람객 *유치*", "강사 *운영*", "요원 *배치*". A note on temperature control says "temperature", rarely
-/// "control".
+/// Words that, beside another, only say "how it is handled" or "all of
+/// it": "temperature *control*", "breakdown *response*", "*tool*
+/// integration", "*total* cost", "안전 *관리*", "관람객 *유치*", "강사
+/// *운영*", "요원 *배치*". A note on temperature control says
+/// "temperature", rarely "control"; one on total cost gives the sums.
 const GENERIC_PARTS: &[&str] = &[
+    "total",
+    "overall",
     "tool",
     "tools",
     "control",
@@ -1068,11 +1087,14 @@ const GENERIC_PARTS: &[&str] = &[
     "levels",
     "process",
     "experience",
+    "workflow",
     "job",
     "contract",
     "vendor",
     "vendors",
     "관리",
+    "시스템",
+    "사용",
     "업체",
     "도입",
     "부담",
@@ -1153,6 +1175,11 @@ pub(crate) fn about_dimension(
     note_id: &str,
     of_an_alternative: bool,
 ) -> bool {
+    if let Some(parts) = conjuncts(dimension) {
+        return parts.iter().any(|part| {
+            about_dimension(lexicon, part, sentence, frame, note_id, of_an_alternative)
+        });
+    }
     let whole = content(dimension);
     let whole = if whole.is_empty() {
         words(dimension)
@@ -1200,7 +1227,9 @@ pub(crate) fn about_dimension(
             // A head that is a length of time says little alone (see
             // `bare_head`).
             (sentence.names(head)
-                && modifiers.iter().all(|m| lexicon.note_mentions(note_id, m))
+                && modifiers.iter().all(|m| {
+                    lexicon.note_mentions(note_id, m) || lexicon.note_compounds(note_id, m)
+                })
                 && !bare_head)
                 || (of_an_alternative
                     && duration_heads().contains(head)
@@ -1211,6 +1240,14 @@ pub(crate) fn about_dimension(
         }
         _ => false,
     }
+}
+
+/// The dimensions a dimension joined by "and" is made of: a sentence on
+/// EHR integration, or on phone integration, is about "EHR and phone
+/// integration". None for a dimension without "and".
+fn conjuncts(dimension: &str) -> Option<Vec<&str>> {
+    let parts: Vec<&str> = dimension.split(" and ").map(str::trim).collect();
+    (parts.len() > 1 && parts.iter().all(|p| !p.is_empty())).then_some(parts)
 }
 
 /// The facets of a question: its clauses ("What is the latency budget,
@@ -1300,6 +1337,15 @@ mod tests {
             ])
             .unwrap(),
         ))
+    }
+
+    #[test]
+    fn a_dimension_joined_by_and_is_each_of_its_parts() {
+        assert_eq!(
+            conjuncts("EHR and phone integration").unwrap(),
+            ["EHR", "phone integration"]
+        );
+        assert_eq!(conjuncts("total cost"), None);
     }
 
     #[test]

@@ -286,6 +286,21 @@ const DEFERRALS: &[&str] = &[
     "never came up",
     "haven't looked at",
     "have not looked at",
+    "is a question for the",
+    "are a question for the",
+    "still being worked out",
+    "write-up will follow",
+    "couldn't say",
+    "could not say",
+    "couldn't talk about",
+    "could not talk about",
+    "참고하기로",
+    "나오면 다시",
+    "나오면 같이",
+    "다시 논의한다",
+    "다시 논의하기",
+    "고쳐 오기로",
+    "다시 확인하고",
 ];
 
 /// Phrases by which a sentence says two figures disagree without giving
@@ -345,6 +360,8 @@ const SELF_EXCLUSIONS: &[&str] = &[
     "not for this project",
     "isn't part of either",
     "is not part of either",
+    "does not touch the",
+    "doesn't touch the",
 ];
 
 /// Phrases by which a note's opening sets its subject aside ("was set
@@ -482,6 +499,8 @@ const DROPPED: &[&str] = &[
     " was ruled out",
     " were dropped",
     " was dropped",
+    " are dropped",
+    " is dropped",
     " were excluded",
     " was excluded",
     " were not shortlisted",
@@ -500,6 +519,8 @@ const KO_DROPPED: &[&str] = &[
     "제외 결정",
     "빼기로 했다",
     "빼기로 함",
+    "후보에서 뺀다",
+    "후보에서 뺐다",
     "제외했다",
     "제외됐다",
     "제외되었다",
@@ -510,7 +531,7 @@ const KO_DROPPED: &[&str] = &[
 
 /// The search terms one of which every [`KO_DROPPED`] ending holds (search
 /// splits Korean into character bigrams).
-pub(crate) const KO_DROPPED_WORDS: &[&str] = &["제외", "빼기"];
+pub(crate) const KO_DROPPED_WORDS: &[&str] = &["제외", "빼기", "뺀다", "뺐다"];
 
 /// Quote marks a Korean note puts around a name.
 const QUOTES: &[(char, char)] = &[
