@@ -404,7 +404,8 @@ pub(crate) fn validated(
 
 /// review_plan: what the reviewer's decision on plan `version` records and
 /// where it goes — dispatch, a person's approval, or review with the reason.
-/// (A deferral costs nothing to record: the person's answer is the review.)
+/// (A deferral records no usage: the reviewer's cost on it is not kept, as
+/// before this was a function of its own.)
 pub(crate) fn reviewed(version: u32, decision: ReviewDecision, usage: Usage) -> Command {
     match decision {
         ReviewDecision::Approved { by } => Command {

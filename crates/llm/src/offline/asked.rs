@@ -358,7 +358,7 @@ const KO_QUESTION_LEADS: &[&str] = &["그리고", "또", "또는", "근데", "�
 /// 중력은 얼마인가" and "A는 B와 C 중 어느 쪽을 도입해야 할까" ask about none.
 const KO_HOW_MUCH: &[&str] = &[" 들어", " 들까", " 드는", " 드나", " 듭니까", " 들어가"];
 
-/// "얼마나", "얼마쯤", "얼마 정도": how much, as in "위탁 비용은 대충
+/// "얼마나", "얼마쯤", "얼마정도": how much, as in "위탁 비용은 대충
 /// 얼마쯤 나올까요" ("얼마인가" asks what a value is, not what it costs).
 fn asks_how_much(word: &str) -> bool {
     ["얼마나", "얼마쯤", "얼마정도"].contains(&word)

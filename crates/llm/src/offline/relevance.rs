@@ -1243,8 +1243,8 @@ pub(crate) fn about_dimension(
 }
 
 /// The dimensions a dimension joined by "and" is made of: a sentence on
-/// EHR integration, or on phone integration, is about "EHR and phone
-/// integration". None for a dimension without "and".
+/// the EHR, or on phone integration, is about "EHR and phone integration".
+/// None for a dimension without "and".
 fn conjuncts(dimension: &str) -> Option<Vec<&str>> {
     let parts: Vec<&str> = dimension.split(" and ").map(str::trim).collect();
     (parts.len() > 1 && parts.iter().all(|p| !p.is_empty())).then_some(parts)
