@@ -320,10 +320,21 @@ fn lists_in(clause: &str) -> (Vec<String>, Vec<String>) {
             }
             _ => list,
         };
-        // "청우비엠에스냐 누리시설관리냐, …": the alternatives, asked as a choice.
-        let (choice, items): (Vec<String>, Vec<String>) = split_items(&list)
-            .into_iter()
-            .partition(|i| i.split_whitespace().all(|w| w.ends_with('냐')));
+        // "청우비엠에스냐 누리시설관리냐, …": the alternatives, asked as a choice;
+        // set off by a dash ("A냐 B냐 — X와 Y를"), the choice ends at the dash.
+        let asks_choice =
+            |i: &str| !i.trim().is_empty() && i.split_whitespace().all(|w| w.ends_with('냐'));
+        let mut items = split_items(&list);
+        if let Some(first) = items.first_mut()
+            && let Some((choice, rest)) = DASHES.iter().find_map(|d| first.split_once(d))
+            && asks_choice(choice)
+        {
+            let (choice, rest) = (choice.trim().to_owned(), rest.trim().to_owned());
+            *first = rest;
+            items.insert(0, choice);
+        }
+        let (choice, items): (Vec<String>, Vec<String>) =
+            items.into_iter().partition(|i| asks_choice(i));
         for c in choice {
             entities.extend(
                 c.split_whitespace()
@@ -349,6 +360,9 @@ fn lists_in(clause: &str) -> (Vec<String>, Vec<String>) {
     }
     (dimensions, dedup(entities))
 }
+
+/// Dashes that set a lead-in off from a list.
+const DASHES: &[&str] = &["—", "–", " - "];
 
 /// Words a Korean question part loses before it is read.
 const KO_QUESTION_LEADS: &[&str] = &["그리고", "또", "또는", "근데", "그런데", "그럼"];
@@ -1268,6 +1282,9 @@ mod tests {
         let a = asked("청우비엠에스냐 누리시설관리냐, 청소 품질과 인력 운영을 따져 봐 주세요.");
         assert_eq!(a.dimensions, ["청소 품질", "인력 운영"]);
         assert_eq!(a.entities, ["청우비엠에스", "누리시설관리"]);
+        let a = asked("노을핏렌탈이냐 청솔스포츠냐 — 설치 일정과 기구 품질을 중심으로 따져 보자.");
+        assert_eq!(a.dimensions, ["설치 일정", "기구 품질"]);
+        assert_eq!(a.entities, ["노을핏렌탈", "청솔스포츠"]);
         let a = asked(
             "Quick one: do the nurses get calls faster with CareBeacon than WardLink - the call response workflow - and what's the total cost looking like over five years?",
         );

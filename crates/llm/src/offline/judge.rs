@@ -99,6 +99,12 @@ fn asks_quantity(question: &str) -> bool {
 /// the Korean unit after 몇 ("몇 명이 왔나" → 명).
 fn counted(question: &str) -> Option<Counted> {
     let lower = question.to_lowercase();
+    let which_won = lower.starts_with("which ") && lower.contains(" won");
+    if which_won || holds_any(&lower, WINNER_ASKED) {
+        return Some(Counted::Winner {
+            this_year: holds_any(&lower, THIS_YEAR),
+        });
+    }
     if let Some(at) = lower.find("how many ") {
         let noun = lower[at + "how many ".len()..]
             .split(|c: char| !c.is_alphanumeric())
@@ -116,12 +122,26 @@ fn counted(question: &str) -> Option<Counted> {
     (!unit.is_empty()).then_some(Counted::Unit(unit))
 }
 
+/// Words of a question that asks who won ("who won the relay?", "어느 반이
+/// 이겼나", "우승한 팀은").
+const WINNER_ASKED: &[&str] = &["who won", "이겼", "우승"];
+/// Words (stems) by which an English sentence names a winner, and the
+/// Korean ones, found inside words.
+const WINNER_NAMED: &[&str] = &["won", "winner", "beat"];
+const WINNER_NAMED_KO: &[&str] = &["이겼", "우승", "1위"];
+/// Words that date a question or a sentence this year, or last.
+const THIS_YEAR: &[&str] = &["this year", "올해", "금년"];
+const LAST_YEAR: &[&str] = &["last year", "작년", "지난해"];
+
 /// What a count is of (see [`counted`]).
 enum Counted {
     /// An English noun's stem: "how many *people*".
     Noun(String),
     /// A Korean counter: "몇 *명*".
     Unit(String),
+    /// Who won (this year, when the question says so): answered only by a
+    /// sentence naming a winner, not by any sentence about the contest.
+    Winner { this_year: bool },
 }
 
 impl Counted {
@@ -130,6 +150,13 @@ impl Counted {
     fn given_by(&self, sentence: &Said<'_>) -> bool {
         match self {
             Counted::Noun(n) => sentence.has_figure() && mentions(sentence.words(), n),
+            Counted::Winner { this_year } => {
+                let text = sentence.text;
+                // Whole stems: "won" is not "wonderful".
+                let names = (sentence.words().iter()).any(|w| WINNER_NAMED.contains(&w.as_str()))
+                    || holds_any(text, WINNER_NAMED_KO);
+                names && !(*this_year && holds_any(text, LAST_YEAR))
+            }
             Counted::Unit(u) => {
                 let text = sentence.text;
                 text.match_indices(u.as_str()).any(|(i, _)| {
@@ -147,7 +174,7 @@ impl Counted {
     fn in_facet(&self, facet: &[String]) -> bool {
         match self {
             Counted::Noun(n) => facet.iter().any(|w| w == n),
-            Counted::Unit(_) => true,
+            Counted::Unit(_) | Counted::Winner { .. } => true,
         }
     }
 }
@@ -646,5 +673,19 @@ mod tests {
         assert!(ko.given_by(&Said::new("직원 52명이 참가했다.")));
         assert!(!ko.given_by(&Said::new("오후 3시에 시작한다.")));
         assert!(counted("Should we adopt RAG?").is_none());
+    }
+
+    #[test]
+    fn who_won_is_answered_by_a_winner_of_the_year_asked() {
+        let won = counted("Who won the relay at this year's sports day?").unwrap();
+        assert!(won.given_by(&Said::new("Team Blue won the relay by two seconds.")));
+        assert!(!won.given_by(&Said::new("The relay starts at 3 pm on the field.")));
+        assert!(!won.given_by(&Said::new("Last year Team Red won the relay.")));
+        let ko = counted("올해 체육대회에서 어느 부서가 이겼나?").unwrap();
+        assert!(ko.given_by(&Said::new("민원과가 줄다리기에서 1위를 했다.")));
+        assert!(!ko.given_by(&Said::new("작년에는 세무과가 우승했다.")));
+        assert!(!ko.given_by(&Said::new("체육대회는 오후 2시에 시작한다.")));
+        let which = counted("Which team won the quiz?").unwrap();
+        assert!(which.given_by(&Said::new("The winner was the night shift.")));
     }
 }

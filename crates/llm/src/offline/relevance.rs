@@ -201,6 +201,9 @@ pub struct Lexicon {
     disclaiming: Vec<OnceLock<bool>>,
     /// By note position: whether it has a subject of its own, once asked.
     own_subject: Vec<OnceLock<bool>>,
+    /// By note position: its distinct Hangul words, sorted, once asked (see
+    /// [`Lexicon::note_compounds`]).
+    hangul_words: Vec<OnceLock<Vec<Box<str>>>>,
     /// A goal's context words → its subject terms, once asked.
     subjects: Mutex<HashMap<Vec<String>, Arc<Vec<String>>>>,
     /// See [`Lexicon::main_parties`].
@@ -255,6 +258,7 @@ impl Lexicon {
             titles: (0..n).map(|_| OnceLock::new()).collect(),
             disclaiming: (0..n).map(|_| OnceLock::new()).collect(),
             own_subject: (0..n).map(|_| OnceLock::new()).collect(),
+            hangul_words: (0..n).map(|_| OnceLock::new()).collect(),
             subjects: Mutex::new(HashMap::new()),
             main_parties: OnceLock::new(),
             parties: (0..n).map(|_| OnceLock::new()).collect(),
@@ -447,10 +451,21 @@ impl Lexicon {
         term.chars().count() >= 2
             && term.chars().all(is_hangul)
             && self.corpus.position(note_id).is_some_and(|at| {
-                self.corpus.notes()[at]
-                    .text
-                    .split(|c: char| !is_hangul(c))
-                    .any(|w| w.len() > term.len() && w.starts_with(term))
+                let sorted = self.hangul_words[at].get_or_init(|| {
+                    let text = &self.corpus.notes()[at].text;
+                    let mut ws: Vec<Box<str>> = (text.split(|c: char| !is_hangul(c)))
+                        .filter(|w| !w.is_empty())
+                        .map(Box::from)
+                        .collect();
+                    ws.sort_unstable();
+                    ws.dedup();
+                    ws
+                });
+                // The words starting with `term` follow it in sorted order.
+                let from = sorted.partition_point(|w| &**w < term);
+                (sorted[from..].iter())
+                    .take_while(|w| w.starts_with(term))
+                    .any(|w| w.len() > term.len())
             })
     }
 
@@ -1024,6 +1039,23 @@ impl Wording {
         mentions(&self.stems, term) || synonyms::says(term, &self.surface, &self.stems)
     }
 
+    /// The wording without a phrasal noun's verb where its particle does
+    /// not follow it: for "check-in", "check your bags" names no "check",
+    /// "checked in at the pier" does.
+    fn with_phrasal(&self, phrasal: &[(String, &str)]) -> Self {
+        let mut out = Self {
+            stems: self.stems.clone(),
+            surface: self.surface.clone(),
+        };
+        for (verb, particle) in phrasal {
+            let said = (self.surface.windows(2)).any(|w| w[1] == *particle && stem(&w[0]) == *verb);
+            if !said {
+                out.stems.retain(|s| !mentions_word(s, verb));
+            }
+        }
+        out
+    }
+
     /// Whether it gives a duration: a number with a unit of time ("3 h 50
     /// min", "2 business days", "45분", "3~4주").
     fn has_duration(&self) -> bool {
@@ -1162,6 +1194,26 @@ pub(crate) fn heading_names(heading: &Wording, dimension: &str) -> bool {
         || heading.names_dimension(&words(dimension))
 }
 
+/// Particles that make a hyphenated verb a noun of its own: check-in,
+/// sign-up, roll-out, drop-off.
+const PARTICLES_OF_PHRASAL: &[&str] = &["in", "out", "up", "off", "over", "down"];
+
+/// A dimension's phrasal nouns as (verb stem, particle): "dockside
+/// check-in" → ("check", "in"). Only hyphenated ones: "time in port" is no
+/// phrasal noun.
+fn phrasal_nouns(dimension: &str) -> Vec<(String, &'static str)> {
+    (dimension.split_whitespace())
+        .filter_map(|w| {
+            let (verb, particle) = w.to_lowercase().split_once('-').map(|(v, p)| {
+                let p = p.trim_matches(|c: char| !c.is_alphanumeric()).to_owned();
+                (v.to_owned(), p)
+            })?;
+            let particle = PARTICLES_OF_PHRASAL.iter().find(|p| **p == particle)?;
+            (!verb.is_empty()).then(|| (stem(&verb), *particle))
+        })
+        .collect()
+}
+
 /// Whether a sentence of note `note_id` is about `dimension`; what frames
 /// its passage (`frame`: [`Lexicon::frame`]) counts as naming it. A
 /// dimension word is named by itself, a variant or a synonym.
@@ -1180,6 +1232,16 @@ pub(crate) fn about_dimension(
             about_dimension(lexicon, part, sentence, frame, note_id, of_an_alternative)
         });
     }
+    // "Dockside check-in" is not named by "check the manifest".
+    let phrasal = phrasal_nouns(dimension);
+    let (owned_sentence, owned_frame);
+    let (sentence, frame) = if phrasal.is_empty() {
+        (sentence, frame)
+    } else {
+        owned_sentence = sentence.with_phrasal(&phrasal);
+        owned_frame = frame.with_phrasal(&phrasal);
+        (&owned_sentence, &owned_frame)
+    };
     let whole = content(dimension);
     let whole = if whole.is_empty() {
         words(dimension)
@@ -1398,6 +1460,47 @@ mod tests {
             "job turnaround time",
             "Enabling it is configuration on our interface engine plus a joint test, most of Sam's time.",
             true
+        ));
+    }
+
+    #[test]
+    fn a_korean_modifier_counts_where_a_note_compounds_it() {
+        let lx = Lexicon::new(Arc::new(
+            Corpus::from_notes([Note::new(
+                "portal",
+                "연동 시험",
+                "행정포털과 인사DB를 매일 밤 맞춘다.",
+            )])
+            .unwrap(),
+        ));
+        assert!(lx.note_compounds("portal", "행정"));
+        // "인사DB" is 인사 and DB: no Hangul compound.
+        assert!(!lx.note_compounds("portal", "인사"));
+        // A word of its own is no compound; nor is a word the note lacks.
+        assert!(!lx.note_compounds("portal", "매일"));
+        assert!(!lx.note_compounds("portal", "보안"));
+        assert!(!lx.note_compounds("nosuch", "행정"));
+    }
+
+    #[test]
+    fn a_phrasal_noun_is_named_with_its_particle() {
+        assert_eq!(
+            phrasal_nouns("dockside check-in"),
+            [("check".to_owned(), "in")]
+        );
+        assert!(phrasal_nouns("time in port").is_empty());
+        let lx = lexicon();
+        let about = |d: &str, s: &str| {
+            about_dimension(&lx, d, &Wording::of(s), &Wording::of(""), "audit", true)
+        };
+        assert!(about(
+            "check-in",
+            "Kafka passengers check in at the kiosk in 40 seconds."
+        ));
+        assert!(about("check-in", "Kafka check-in closes 20 minutes early."));
+        assert!(!about(
+            "check-in",
+            "Kafka staff check the manifest against the booking list."
         ));
     }
 

@@ -301,6 +301,11 @@ const DEFERRALS: &[&str] = &[
     "다시 논의하기",
     "고쳐 오기로",
     "다시 확인하고",
+    "잘 모른다",
+    "소관이라",
+    "뒤에 보기로",
+    "will check with",
+    "'ll check with",
 ];
 
 /// Phrases by which a sentence says two figures disagree without giving
@@ -362,6 +367,9 @@ const SELF_EXCLUSIONS: &[&str] = &[
     "is not part of either",
     "does not touch the",
     "doesn't touch the",
+    "nothing here involves",
+    "does not involve the",
+    "doesn't involve the",
 ];
 
 /// Phrases by which a note's opening sets its subject aside ("was set
@@ -773,6 +781,16 @@ mod tests {
             ),
             (
                 "**Actions.** Gemma: written roadside terms from Northway; build slot from ColdRoute.",
+                false,
+            ),
+            ("설치 일정은 시설팀 소관이라 제가 잘 모른다.", false),
+            ("기구 품질은 시연회 뒤에 보기로 했다.", false),
+            (
+                "On refund handling, Omar will check with the finance office.",
+                false,
+            ),
+            (
+                "Nothing here involves the harbour booking system; it is the café's till.",
                 false,
             ),
         ] {
