@@ -7,7 +7,7 @@
 
 use std::fs::{self, OpenOptions};
 use std::future::{Future, ready};
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Component, Path, PathBuf};
 
 use schemars::JsonSchema;
@@ -131,14 +131,31 @@ impl WriteFile {
         Ok(target)
     }
 
-    fn ledger(&self) -> Vec<LedgerLine> {
-        fs::read_to_string(self.workspace.join(LEDGER))
-            .map(|text| {
-                text.lines()
-                    .filter_map(|l| serde_json::from_str(l).ok())
-                    .collect()
-            })
-            .unwrap_or_default()
+    /// Opens the ledger and holds its lock: two processes writing in one
+    /// workspace (a worker frozen past its lease and the one that took its
+    /// run over) see each other's keys, and never interleave their lines.
+    fn locked_ledger(&self) -> Result<(fs::File, Vec<LedgerLine>, bool), ToolError> {
+        let path = self.workspace.join(LEDGER);
+        if let Some(dir) = path.parent() {
+            fs::create_dir_all(dir).map_err(|e| io("create", dir, &e))?;
+        }
+        let mut file = OpenOptions::new()
+            .create(true)
+            .read(true)
+            .append(true)
+            .open(&path)
+            .map_err(|e| io("open", &path, &e))?;
+        file.lock().map_err(|e| io("lock", &path, &e))?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)
+            .map_err(|e| io("read", &path, &e))?;
+        // A line cut short by a kill is ignored, and the next one starts on a line of its own.
+        let torn = bytes.last().is_some_and(|b| *b != b'\n');
+        let lines = String::from_utf8_lossy(&bytes)
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect();
+        Ok((file, lines, torn))
     }
 
     /// Writes once per idempotency key.
@@ -151,7 +168,8 @@ impl WriteFile {
             sha256: hash.clone(),
             written,
         };
-        if let Some(done) = self.ledger().into_iter().find(|l| l.key == key) {
+        let (mut ledger, lines, torn) = self.locked_ledger()?;
+        if let Some(done) = lines.into_iter().find(|l| l.key == key) {
             return if done.path == args.path && done.sha256 == hash {
                 Ok(output(false))
             } else {
@@ -175,29 +193,23 @@ impl WriteFile {
             .and_then(|()| file.sync_all())
             .map_err(|e| io("write", &tmp, &e))?;
         fs::rename(&tmp, &target).map_err(|e| io("rename into", &target, &e))?;
-        self.remember(key, &args.path, &hash)?;
-        Ok(output(true))
-    }
-
-    fn remember(&self, key: &str, path: &str, hash: &str) -> Result<(), ToolError> {
-        let ledger = self.workspace.join(LEDGER);
-        if let Some(dir) = ledger.parent() {
-            fs::create_dir_all(dir).map_err(|e| io("create", dir, &e))?;
-        }
-        let line = serde_json::to_string(&LedgerLine {
+        let mut line = serde_json::to_string(&LedgerLine {
             key: key.to_owned(),
-            path: path.to_owned(),
-            sha256: hash.to_owned(),
+            path: args.path.clone(),
+            sha256: hash.clone(),
         })
         .map_err(|e| ToolError::persistent(e.to_string()))?;
-        let mut file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&ledger)
-            .map_err(|e| io("open", &ledger, &e))?;
-        writeln!(file, "{line}")
-            .and_then(|()| file.sync_all())
-            .map_err(|e| io("append to", &ledger, &e))
+        line.push('\n');
+        if torn {
+            line.insert(0, '\n');
+        }
+        // One write of the whole line: a kill leaves it whole or torn, never glued to the next.
+        let path = self.workspace.join(LEDGER);
+        ledger
+            .write_all(line.as_bytes())
+            .and_then(|()| ledger.sync_all())
+            .map_err(|e| io("append to", &path, &e))?;
+        Ok(output(true))
     }
 }
 
@@ -274,6 +286,55 @@ mod tests {
             .write("k1", &args("briefs/rag.md", "other"))
             .unwrap_err();
         assert!(err.message.contains("other content"), "{}", err.message);
+    }
+
+    #[test]
+    fn a_torn_ledger_line_is_ignored_and_never_glued_to_the_next() {
+        let (_dir, tool) = tool();
+        assert!(tool.write("k1", &args("a.md", "a")).unwrap().written);
+        // A writer killed mid-append left half a line without its newline.
+        let ledger = tool.workspace().join(LEDGER);
+        let mut file = OpenOptions::new().append(true).open(&ledger).unwrap();
+        file.write_all(br#"{"key":"k2","pa"#).unwrap();
+        drop(file);
+        assert!(tool.write("k3", &args("c.md", "c")).unwrap().written);
+        assert!(
+            tool.write("k3", &args("c.md", "c"))
+                .is_ok_and(|o| !o.written)
+        );
+        let text = fs::read_to_string(&ledger).unwrap();
+        let whole: Vec<&str> = text
+            .lines()
+            .filter(|l| serde_json::from_str::<LedgerLine>(l).is_ok())
+            .collect();
+        assert_eq!(whole.len(), 2, "{text}");
+        assert!(text.ends_with("}\n"), "{text}");
+    }
+
+    #[test]
+    fn concurrent_writers_keep_one_whole_line_per_key() {
+        let (_dir, tool) = tool();
+        std::thread::scope(|scope| {
+            for t in 0..8 {
+                let tool = tool.clone();
+                scope.spawn(move || {
+                    for i in 0..25 {
+                        // Every key is written by two threads at once; it must land once.
+                        let key = format!("k{}", (t / 2) * 100 + i);
+                        tool.write(&key, &args(&format!("{key}.md"), &key)).unwrap();
+                    }
+                });
+            }
+        });
+        let text = fs::read_to_string(tool.workspace().join(LEDGER)).unwrap();
+        let mut keys: Vec<String> = text
+            .lines()
+            .map(|l| serde_json::from_str::<LedgerLine>(l).unwrap().key)
+            .collect();
+        let total = keys.len();
+        keys.sort();
+        keys.dedup();
+        assert_eq!((total, keys.len()), (100, 100));
     }
 
     #[test]
