@@ -9,6 +9,7 @@
 
 pub mod compare;
 pub mod notes;
+pub mod text;
 pub mod tools;
 pub mod write_file;
 

@@ -96,7 +96,10 @@ fn flush(current: &mut Vec<&str>, out: &mut Vec<String>) {
 
 /// Sentences of a paragraph: cut after `.`, `!`, `?` (or their full-width
 /// forms) followed by whitespace, and after `。`. Each is a verbatim
-/// substring, so a quote of it can be checked against the source.
+/// substring, so a quote of it can be checked against the source. A period
+/// that ends a number in a dotted date (`2025. 3. 30.`), a list number at a
+/// sentence's start (`1. …`), an initial (`J. Kim`) or an abbreviation
+/// ([`ABBREVIATIONS`]) ends no sentence.
 pub fn sentences(paragraph: &str) -> Vec<&str> {
     let mut out = Vec::new();
     let mut start = 0;
@@ -105,7 +108,11 @@ pub fn sentences(paragraph: &str) -> Vec<&str> {
         let end = i + c.len_utf8();
         let boundary = match c {
             '。' => true,
-            '.' | '!' | '?' | '！' | '？' => chars.peek().is_none_or(|&(_, n)| n.is_whitespace()),
+            '!' | '?' | '！' | '？' => chars.peek().is_none_or(|&(_, n)| n.is_whitespace()),
+            '.' => {
+                chars.peek().is_none_or(|&(_, n)| n.is_whitespace())
+                    && !period_inside(&paragraph[start..i], &paragraph[end..])
+            }
             _ => false,
         };
         if boundary {
@@ -121,6 +128,35 @@ pub fn sentences(paragraph: &str) -> Vec<&str> {
         out.push(tail);
     }
     out
+}
+
+/// Words whose period abbreviates (lowercase, without the period).
+const ABBREVIATIONS: &[&str] = &["e.g", "i.e", "etc", "vs", "no", "approx", "mr", "ms", "dr", "st"];
+
+/// Whether a period followed by whitespace stays inside its sentence:
+/// `before` is the sentence so far, `after` the text after the period.
+fn period_inside(before: &str, after: &str) -> bool {
+    let word = before.rsplit(char::is_whitespace).next().unwrap_or_default();
+    let word = word.trim_start_matches(['(', '[']);
+    let next = after.trim_start().chars().next();
+    let digits = !word.is_empty() && word.chars().all(|c| c.is_ascii_digit());
+    let lower = word.to_lowercase();
+    let lower = lower.as_str();
+    // 2025. 3. 30. — a number followed by another number, or a number
+    // closing a dotted run of numbers; a list number opening the sentence.
+    let dotted_run = || {
+        let mut parts = before.trim_end().rsplit(char::is_whitespace);
+        parts.next();
+        parts.next().is_some_and(|p| {
+            let n = p.trim_start_matches('(');
+            n.strip_suffix('.')
+                .is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
+        })
+    };
+    (digits && (next.is_some_and(|c| c.is_ascii_digit()) || dotted_run()))
+        || (digits && word.len() <= 2 && before.trim() == word)
+        || (word.chars().count() == 1 && word.chars().all(char::is_uppercase))
+        || ABBREVIATIONS.contains(&lower)
 }
 
 /// Greedily joins consecutive sentences into chunks of at most
@@ -208,5 +244,26 @@ mod tests {
             ["비용이 든다.", "지연이 짧다!", "3.5초?", "끝"]
         );
         assert_eq!(sentences("检索。增强。"), ["检索。", "增强。"]);
+    }
+
+    #[test]
+    fn dates_list_numbers_and_abbreviations_stay_whole() {
+        assert_eq!(
+            sentences("계약 기간: 2년 (2025. 3. 30.) - 단가 조정: 연 1회. 다음 문장."),
+            ["계약 기간: 2년 (2025. 3. 30.) - 단가 조정: 연 1회.", "다음 문장."]
+        );
+        assert_eq!(
+            sentences("2025. 3. 30. 회의에서 정했다. 끝."),
+            ["2025. 3. 30. 회의에서 정했다.", "끝."]
+        );
+        assert_eq!(
+            sentences("1. Price is $4. 2. Support is 24/7."),
+            ["1. Price is $4.", "2. Support is 24/7."]
+        );
+        assert_eq!(
+            sentences("See No. 4, e.g. the pump, vs. the valve. J. Kim agreed. Done."),
+            ["See No. 4, e.g. the pump, vs. the valve.", "J. Kim agreed.", "Done."]
+        );
+        assert_eq!(sentences("It rose 12. Then fell."), ["It rose 12.", "Then fell."]);
     }
 }
