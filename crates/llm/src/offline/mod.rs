@@ -27,7 +27,6 @@ mod repairer;
 mod replanner;
 mod router;
 mod search;
-mod sentence;
 mod summarizer;
 mod synonyms;
 mod synthesizer;

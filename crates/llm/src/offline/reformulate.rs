@@ -16,7 +16,7 @@ use stepwise_tools::notes::stem::stem;
 
 use super::judge::{Lens, query_of};
 use super::planner::search_words;
-use super::relevance::{DIMENSION_SHARE, GOAL_SHARE, Lexicon, content};
+use super::relevance::{DIMENSION_SHARE, Lexicon, content};
 use super::synonyms;
 
 /// Surface forms tried per word.
@@ -52,32 +52,23 @@ impl Reformulator {
     }
 
     /// Candidate queries, best first; empty when the words the notes know
-    /// cannot reach the share of the question the relevance rule needs.
+    /// cover less of the sub-question's weight than the judge needs.
     fn candidates(&self, lens: &Lens<'_>, description: &str) -> Vec<String> {
-        let dimension = lens.asked.dimension_of(description);
-        let terms = match dimension {
-            Some(d) => super::relevance::dimension_terms(d),
+        let terms = match lens.asked.dimension_of(description) {
+            Some(d) if !content(d).is_empty() => content(d),
+            Some(d) => stepwise_tools::text::words(d),
             None => content(description),
         };
-        let need = if dimension.is_some() {
-            DIMENSION_SHARE
-        } else {
-            GOAL_SHARE
-        };
-        let total: f64 = terms.iter().map(|t| self.lexicon.idf(t)).sum();
-        let mut known_weight = 0.0;
+        let known = |p: &String| self.lexicon.knows(&stem(p));
         let mut forms: Vec<String> = Vec::new();
+        let mut said: Vec<&String> = Vec::new();
         for t in &terms {
             let mut f = self.forms(t);
             // A synonym the notes use ("uptime" for reliability) is a way
             // to say the term; the judge still reads the sentence found.
-            for s in synonyms::of(t) {
-                if s.parts().iter().all(|p| self.lexicon.knows(&stem(p))) && !f.contains(&s.text) {
-                    f.push(s.text.clone());
-                }
-            }
+            f.extend(synonyms::of(t).into_iter().filter(|s| s.parts().iter().all(known)).map(|s| s.text.clone()));
             if !f.is_empty() {
-                known_weight += self.lexicon.idf(t);
+                said.push(t);
             }
             for w in f {
                 if !forms.contains(&w) {
@@ -85,24 +76,13 @@ impl Reformulator {
                 }
             }
         }
-        // A synonym of the whole dimension ("bushels" for crop yield) the
-        // notes use says all of it.
-        let known = |s: &&synonyms::Synonym| s.parts().iter().all(|p| self.lexicon.knows(&stem(p)));
-        let whole: Vec<String> = synonyms::of_dimension(&terms)
-            .into_iter()
-            .filter(known)
-            .map(|s| s.text.clone())
-            .collect();
-        if !whole.is_empty() {
-            known_weight = total;
-            forms.extend(
-                whole
-                    .into_iter()
-                    .filter(|w| !forms.contains(w))
-                    .collect::<Vec<_>>(),
-            );
+        for s in synonyms::of_dimension(&terms) {
+            if s.parts().iter().all(known) && !forms.contains(&s.text) {
+                forms.push(s.text.clone());
+                said = terms.iter().collect();
+            }
         }
-        if forms.is_empty() || total <= 0.0 || known_weight / total < need {
+        if forms.is_empty() || self.lexicon.share(&terms, |t| said.iter().any(|s| *s == t)) < DIMENSION_SHARE {
             return Vec::new();
         }
         let entities: Vec<String> = lens
@@ -114,9 +94,7 @@ impl Reformulator {
             .collect();
         let mut out = vec![forms.join(" ")];
         if !entities.is_empty() {
-            let mut with = forms.clone();
-            with.extend(entities);
-            out.push(with.join(" "));
+            out.push(forms.iter().chain(&entities).cloned().collect::<Vec<_>>().join(" "));
         }
         out
     }

@@ -244,7 +244,7 @@ impl Synthesizer for OfflineSynthesizer {
             .filter(|(_, c)| {
                 c.claims
                     .iter()
-                    .all(|cl| self.lexicon.on_topic(&lens.topic, &cl.note_id))
+                    .all(|cl| lens.topic.on_topic(&self.lexicon, &cl.note_id))
             })
             .collect();
         if !contradictions.is_empty() {

@@ -166,6 +166,11 @@ impl Vocabulary {
         self.stems.starting_with(prefix)
     }
 
+    /// The numbers of the terms that start with `prefix` (terms are sorted).
+    pub fn terms_starting_with(&self, prefix: &str) -> Range<usize> {
+        self.terms.starting_with(prefix)
+    }
+
     /// The notes (positions in the corpus, ascending) using stem `id`.
     pub fn stem_notes(&self, id: usize) -> &[u32] {
         self.stems.notes.get(id).map_or(&[], |n| n)

@@ -71,7 +71,7 @@ pub struct Token {
 pub fn tokens(text: &str) -> Vec<Token> {
     let mut out = Vec::new();
     let mut start: Option<(usize, bool)> = None;
-    let mut push = |from: usize, to: usize, out: &mut Vec<Token>| {
+    let push = |from: usize, to: usize, out: &mut Vec<Token>| {
         out.push(Token {
             stem: stem(&text[from..to]),
             start: from,
