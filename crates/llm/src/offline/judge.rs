@@ -299,8 +299,9 @@ impl<'a> Lens<'a> {
                         let beyond = stems.iter().any(|s| !terms.iter().any(|t| mentions(std::slice::from_ref(s), t)));
                         let framed = coverage(self.lexicon, terms, &format!("{sentence} {frame}"));
                         let by_frame = figure && coverage(self.lexicon, terms, &frame) >= DIMENSION_SHARE;
+                        let enough = framed >= DIMENSION_SHARE || dimension.is_none();
                         let ok = beyond
-                            && ((own > 0.0 && framed >= DIMENSION_SHARE) || by_frame)
+                            && ((own > 0.0 && enough) || by_frame)
                             && count.as_ref().is_none_or(|c| gives_count(sentence, c));
                         if ok && best.is_none_or(|(b, _)| framed > b) {
                             best = Some((framed, count.is_some()));
@@ -321,6 +322,12 @@ impl<'a> Lens<'a> {
                     });
                 }
             }
+        }
+        // A question is answered by the sentences that cover most of it:
+        // at least the share of what the best one covers.
+        if dimension.is_none() {
+            let best = quotes.iter().map(|q| q.rank.1).max().unwrap_or(0);
+            quotes.retain(|q| q.rank.1 as f64 >= DIMENSION_SHARE * best as f64);
         }
         Judgement {
             good,

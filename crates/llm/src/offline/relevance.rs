@@ -7,11 +7,12 @@
 //!   generic words.
 //! - A text **covers** a dimension by the share of the dimension's weight
 //!   whose words (or a [`synonyms`](super::synonyms) of them) it mentions.
-//! - A note is **on the subject** when it mentions the goal's subject words
-//!   (the goal without its dimensions and task words) with at least
-//!   [`SUBJECT_SHARE`] of the weight the best note reaches, and the best
-//!   note reaches that share of the subject's whole weight: notes about
-//!   something else, and corpora about something else, give no evidence.
+//! - A note is **on the subject** when it mentions one of the goal's subject
+//!   words (the goal without its dimensions and task words; the
+//!   alternatives weighed as one) and the notes use more than
+//!   [`SUBJECT_SHARE`] of the subject's weight (a word no note uses weighs
+//!   as the goal's typical word): corpora about something else give no
+//!   evidence, and a note sharing nothing with the goal none either.
 //! - A word is a **name** when the notes write it capitalised inside
 //!   sentences at least [`NAME_SHARE`] of the time.
 
@@ -29,8 +30,8 @@ use super::synonyms;
 /// than half of what it asks, the plain majority rule.
 pub(crate) const DIMENSION_SHARE: f64 = 0.5;
 
-/// Share of the best note's subject weight a note must reach to be on the
-/// subject, and share of the whole subject the best note must reach.
+/// Share of the subject's weight the notes must use, more than which the
+/// corpus is on the subject at all.
 pub(crate) const SUBJECT_SHARE: f64 = 0.5;
 
 /// Share of its inner-sentence uses a word is capitalised in to be a name.
@@ -271,6 +272,13 @@ impl Topic {
             .filter(|e| !e.is_empty())
             .collect();
         let in_entity = |t: &String| entities.iter().flatten().any(|e| e == t);
+        // A word no note uses weighs as a typical known word of the goal
+        // (the median): "ethanol" counts against a corpus without it, but
+        // a goal's ordinary words ("kept up") do not outweigh its subject.
+        let mut known: Vec<f64> = subject.iter().filter(|t| lexicon.knows(t)).map(|t| lexicon.idf(t)).collect();
+        known.sort_by(f64::total_cmp);
+        let typical = known.get(known.len() / 2).copied().unwrap_or(1.0);
+        let weigh = |t: &String| if lexicon.knows(t) { lexicon.idf(t) } else { typical };
         let mut weight: HashMap<u32, f64> = HashMap::new();
         for t in subject.iter().filter(|t| !in_entity(t)) {
             let idf = lexicon.idf(t);
@@ -288,7 +296,7 @@ impl Topic {
                     *of_e.entry(n).or_default() += idf;
                 }
             }
-            entity_total = entity_total.max(e.iter().map(|t| lexicon.idf(t)).sum());
+            entity_total = entity_total.max(e.iter().map(weigh).sum());
             for (n, w) in of_e {
                 let b = best_entity.entry(n).or_default();
                 *b = b.max(w);
@@ -297,13 +305,21 @@ impl Topic {
         for (n, w) in best_entity {
             *weight.entry(n).or_default() += w;
         }
-        let total: f64 = subject.iter().filter(|t| !in_entity(t)).map(|t| lexicon.idf(t)).sum::<f64>()
-            + entity_total;
-        let best = weight.values().copied().fold(0.0, f64::max);
+        let total: f64 = subject.iter().filter(|t| !in_entity(t)).map(weigh).sum::<f64>() + entity_total;
+        // Words the notes use, their weight, the alternatives as one.
+        let known_weight: f64 = subject
+            .iter()
+            .filter(|t| !in_entity(t) && lexicon.knows(t))
+            .map(|t| lexicon.idf(t))
+            .sum::<f64>()
+            + entities
+                .iter()
+                .map(|e| e.iter().filter(|t| lexicon.knows(t)).map(|t| lexicon.idf(t)).sum::<f64>())
+                .fold(0.0, f64::max);
         let needed = if subject.is_empty() {
             0.0
-        } else if best >= SUBJECT_SHARE * total {
-            SUBJECT_SHARE * best
+        } else if known_weight > SUBJECT_SHARE * total {
+            f64::MIN_POSITIVE
         } else {
             f64::INFINITY
         };
@@ -385,5 +401,26 @@ mod tests {
         let l = lexicon();
         assert_eq!(l.names_in("Prices for Alpha rose. The Vendor was late."), ["alpha"]);
         assert!(!l.is_name("Vendor"));
+    }
+}
+
+#[cfg(test)]
+mod debug_tmp {
+    use super::*;
+    use stepwise_core::Constraints;
+
+    #[test]
+    fn dump() {
+        let Ok(dir) = std::env::var("DUMP_NOTES") else { return };
+        let goal = std::env::var("DUMP_GOAL").unwrap_or_default();
+        let corpus = Corpus::load(&dir).map(|l| l.corpus).unwrap_or_else(|_| Corpus::empty());
+        let l = Lexicon::new(Arc::new(corpus));
+        let asked = Asked::from_parts(&goal, &Constraints::default());
+        let t = Topic::of(&l, &goal, &asked);
+        eprintln!("{asked:?}\nneeded {}", t.needed);
+        for w in content(&goal) { eprintln!("  {w} known={} idf={:.2}", l.knows(&w), l.idf(&w)); }
+        for (i, n) in l.corpus().notes().iter().enumerate() {
+            eprintln!("{:>6.2} {} {}", t.weight.get(&(i as u32)).copied().unwrap_or(0.0), t.on_topic(&l, &n.id), n.id);
+        }
     }
 }
