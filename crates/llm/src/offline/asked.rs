@@ -128,31 +128,33 @@ fn clauses(goal: &str) -> Vec<String> {
 /// around its list word; none when no list reads as noun phrases.
 fn list_in(clause: &str) -> Vec<String> {
     let korean = clause.chars().any(is_hangul);
-    for mark in [":", " — ", " - ", " – "] {
-        if let Some(at) = clause.rfind(mark) {
-            let items = items_of(&clause[at + mark.len()..], korean);
-            if !items.is_empty() {
-                return items;
-            }
-        }
-    }
+    let after_mark = || {
+        [":", " — ", " - ", " – "]
+            .iter()
+            .filter_map(|mark| clause.rfind(mark).map(|at| items_of(&clause[at + mark.len()..], korean)))
+            .find(|items| !items.is_empty())
+    };
     let spans = find(clause, Cue::List);
     if korean {
-        // The list ends at the first list word: "…을 따져 비교하라".
+        // A colon list first ("업체 검토: 비용, 위생"); else the list ends
+        // at the first list word: "…을 따져 비교하라".
+        if let Some(items) = after_mark() {
+            return items;
+        }
         let Some(&(start, _)) = spans.first() else {
             return Vec::new();
         };
-        let before = &clause[..start];
-        // It starts after the last phrase a case particle ends.
-        let ws: Vec<&str> = before.split_whitespace().collect();
+        let ws: Vec<&str> = clause[..start].split_whitespace().collect();
         let last = ws.len().saturating_sub(1);
+        // It starts after the last phrase a case particle ends; a word
+        // before a comma is an item, whatever it ends with.
         let from = ws[..last]
             .iter()
-            // A word before a comma is an item, whatever it ends with.
             .rposition(|w| !w.ends_with(',') && KO_CASE.iter().any(|p| w.ends_with(p)))
             .map_or(0, |i| i + 1);
         return items_of(&ws[from..].join(" "), true);
     }
+    // A list word first ("… - weigh up cost and risk"), else a colon list.
     // "on" lists dimensions only after a comparison ("compare A and B on",
     // "better than B on"), not in "run X on the code".
     let compares = |start: usize| {
@@ -166,6 +168,7 @@ fn list_in(clause: &str) -> Vec<String> {
         .filter(|&&(start, end)| &clause[start..end] != "on" || compares(start))
         .map(|&(_, end)| items_of(&clause[end..], false))
         .find(|items| !items.is_empty())
+        .or_else(after_mark)
         .unwrap_or_default()
 }
 
@@ -233,7 +236,7 @@ fn clean(raw: &str, korean: bool) -> String {
         if let Some(last) = ws.last_mut() {
             *last = KO_CASE
                 .iter()
-                .chain(&["의", "이", "도"])
+                .chain(&["의", "이"])
                 .find_map(|p| last.strip_suffix(p).filter(|r| r.chars().count() >= 2))
                 .unwrap_or(last);
         }
@@ -245,13 +248,12 @@ fn clean(raw: &str, korean: bool) -> String {
     ws.join(" ")
 }
 
-/// Whether an item reads as a noun phrase: short, without digits (a
-/// bound: "under 18 months"), and for English without clause words.
+/// Whether an item reads as a noun phrase: short, and for English
+/// without clause words.
 fn is_noun_phrase(item: &str, korean: bool) -> bool {
     let ws: Vec<String> = item.split_whitespace().map(str::to_lowercase).collect();
     !ws.is_empty()
         && ws.len() <= MAX_ITEM_WORDS
-        && !item.chars().any(|c| c.is_ascii_digit())
         && (korean || !ws.iter().any(|w| CLAUSE_WORDS.contains(&w.as_str())))
         && !words(item).is_empty()
 }

@@ -37,8 +37,10 @@ pub(crate) fn query_of(step: &Step) -> String {
 
 /// How a quote ranks, higher first: a figure a question of quantity asks
 /// for, the share of the sub-question it covers (per mille), whether it
-/// names an alternative, whether it gives a figure.
-pub(crate) type Rank = (bool, usize, bool, bool);
+/// names an alternative, how many of the goal's subject words it holds (a
+/// cost section on adopting RAG leads with RAG's cost), whether it gives a
+/// figure.
+pub(crate) type Rank = (bool, usize, bool, usize, bool);
 
 /// One sentence that may back a claim, with what ranks it.
 #[derive(Debug, Clone)]
@@ -299,9 +301,8 @@ impl<'a> Lens<'a> {
                         let beyond = stems.iter().any(|s| !terms.iter().any(|t| mentions(std::slice::from_ref(s), t)));
                         let framed = coverage(self.lexicon, terms, &format!("{sentence} {frame}"));
                         let by_frame = figure && coverage(self.lexicon, terms, &frame) >= DIMENSION_SHARE;
-                        let enough = framed >= DIMENSION_SHARE || dimension.is_none();
                         let ok = beyond
-                            && ((own > 0.0 && enough) || by_frame)
+                            && ((own > 0.0 && framed >= DIMENSION_SHARE) || by_frame)
                             && count.as_ref().is_none_or(|c| gives_count(sentence, c));
                         if ok && best.is_none_or(|(b, _)| framed > b) {
                             best = Some((framed, count.is_some()));
@@ -317,6 +318,7 @@ impl<'a> Lens<'a> {
                             quantity && figure,
                             (share * 1000.0) as usize,
                             self.topic.names_an_entity(&stems),
+                            self.topic.subject.iter().filter(|t| mentions(&stems, t)).count(),
                             figure,
                         ),
                     });

@@ -236,6 +236,8 @@ pub(crate) fn coverage(lexicon: &Lexicon, terms: &[String], text: &str) -> f64 {
 pub(crate) struct Topic {
     /// Each name the goal mentions, as stems.
     pub(crate) entities: Vec<Vec<String>>,
+    /// The subject's stems: the goal without dimensions and task words.
+    pub(crate) subject: Vec<String>,
     /// Subject weight per note (position), for the notes that have any.
     weight: HashMap<u32, f64>,
     /// The least weight a note on the subject has; infinite when even the
@@ -325,6 +327,7 @@ impl Topic {
         };
         Topic {
             entities,
+            subject,
             weight,
             needed,
         }
