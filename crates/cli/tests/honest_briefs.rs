@@ -908,7 +908,20 @@ fn table(corpus: &Corpus, rows: &[(String, String, Figures)]) -> String {
 fn check_corpus(name: &str) {
     let corpus = Corpus::load(name);
     let scratch = Scratch::new("honest", name);
-    let strategies = strategies(scratch.path());
+    // Every corpus runs plan-execute and one other strategy, in turn, so
+    // every strategy is scored on some corpora without 6 runs of each job
+    // (the strategies share the roles, and their figures agree).
+    let all = strategies(scratch.path());
+    let at = CORPORA.iter().position(|c| *c == name).unwrap_or(0);
+    let others: Vec<&String> = all.iter().filter(|s| *s != "plan-execute").collect();
+    let mut strategies: Vec<String> = all
+        .iter()
+        .filter(|s| *s == "plan-execute")
+        .cloned()
+        .collect();
+    if !others.is_empty() {
+        strategies.push(others[at % others.len()].clone());
+    }
     let mut jobs = Vec::new();
     for strategy in &strategies {
         for i in 0..corpus.labels.phrasing.len() {
@@ -957,6 +970,9 @@ fn check_corpus(name: &str) {
             ));
         }
     }
+    if check_floor(&corpus, name, &rows, failures.is_empty()) {
+        return;
+    }
     if !failures.is_empty() {
         const SHOWN: usize = 200;
         let total = failures.len();
@@ -970,6 +986,128 @@ fn check_corpus(name: &str) {
         }
         panic!("{name}: {total} honesty failure(s):\n{msg}");
     }
+}
+
+// ---------------------------------------------------------------- floors
+
+/// A corpus's pooled figures, the ones a floor holds.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+struct Floor {
+    precision: f64,
+    coverage: f64,
+    gaps_named: f64,
+    nonsense_not_ok: f64,
+    passing: f64,
+    spurious: usize,
+    inconsistent: usize,
+}
+
+/// Pooled figures of a corpus's runs (shares rounded down to 0.1 %).
+fn pooled(rows: &[(String, String, Figures)]) -> Floor {
+    let (ph, ns): (Vec<_>, Vec<_>) = rows
+        .iter()
+        .partition(|(p, _, _)| !p.starts_with("nonsense"));
+    let sum = |g: fn(&Figures) -> usize| ph.iter().map(|(_, _, f)| g(f)).sum::<usize>();
+    let share = |n: usize, of: usize| {
+        if of == 0 {
+            1.0
+        } else {
+            (1000.0 * n as f64 / of as f64).floor() / 1000.0
+        }
+    };
+    let not_ok = ns.iter().filter(|(_, _, f)| f.status != "ok").count();
+    Floor {
+        precision: share(sum(|f| f.correct), sum(|f| f.cited)),
+        coverage: share(sum(|f| f.covered), sum(|f| f.present)),
+        gaps_named: share(sum(|f| f.gaps_named), sum(|f| f.absent)),
+        nonsense_not_ok: share(not_ok, ns.len()),
+        passing: share(
+            rows.iter()
+                .filter(|(_, _, f)| f.failures.is_empty())
+                .count(),
+            rows.len(),
+        ),
+        spurious: sum(|f| f.spurious),
+        inconsistent: ph.iter().filter(|(_, _, f)| !f.consistent).count(),
+    }
+}
+
+/// A corpus that does not pass every run holds its measured figures as a
+/// floor, in `floor.toml` beside its labels: the test fails when a figure
+/// falls below it (or spurious contradictions and inconsistent gap lists
+/// rise above it) and says when one rose, so the floor can be raised.
+/// `STEPWISE_WRITE_FLOORS=1` rewrites every floor from this measurement
+/// (and removes the floor of a corpus that now passes). Returns whether a
+/// floor decided the test.
+fn check_floor(
+    corpus: &Corpus,
+    name: &str,
+    rows: &[(String, String, Figures)],
+    passes: bool,
+) -> bool {
+    let path = corpus.notes_dir.parent().unwrap().join("floor.toml");
+    let now = pooled(rows);
+    if std::env::var_os("STEPWISE_WRITE_FLOORS").is_some() {
+        if passes {
+            let _ = std::fs::remove_file(&path);
+        } else {
+            let text = format!(
+                "# Measured figures of the offline roles on this corpus (pooled over its runs),\n\
+                 # asserted as floors by honest_briefs.rs; rewrite with STEPWISE_WRITE_FLOORS=1.\n\
+                 precision = {:.3}\ncoverage = {:.3}\ngaps_named = {:.3}\nnonsense_not_ok = {:.3}\n\
+                 passing = {:.3}\nspurious = {}\ninconsistent = {}\n",
+                now.precision,
+                now.coverage,
+                now.gaps_named,
+                now.nonsense_not_ok,
+                now.passing,
+                now.spurious,
+                now.inconsistent
+            );
+            std::fs::write(&path, text).unwrap();
+        }
+        return true;
+    }
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return false;
+    };
+    let floor: Floor = toml::from_str(&text).unwrap();
+    let mut worse = Vec::new();
+    for (what, was, is) in [
+        ("precision", floor.precision, now.precision),
+        ("coverage", floor.coverage, now.coverage),
+        ("planted gaps named", floor.gaps_named, now.gaps_named),
+        (
+            "nonsense not ok",
+            floor.nonsense_not_ok,
+            now.nonsense_not_ok,
+        ),
+        ("runs passing", floor.passing, now.passing),
+    ] {
+        if is < was {
+            worse.push(format!("{what} {is:.3} < floor {was:.3}"));
+        } else if is > was {
+            eprintln!("{name}: {what} rose to {is:.3} (floor {was:.3}): raise the floor");
+        }
+    }
+    if now.spurious > floor.spurious {
+        worse.push(format!(
+            "spurious contradictions {} > {}",
+            now.spurious, floor.spurious
+        ));
+    }
+    if now.inconsistent > floor.inconsistent {
+        worse.push(format!(
+            "inconsistent gap lists {} > {}",
+            now.inconsistent, floor.inconsistent
+        ));
+    }
+    assert!(
+        worse.is_empty(),
+        "{name}: below its floor: {}",
+        worse.join("; ")
+    );
+    true
 }
 
 // ---------------------------------------------------------------- tests
@@ -1265,19 +1403,16 @@ fn honest_briefs_on_the_library_kiosk_ko_corpus() {
 }
 
 #[test]
-#[ignore = "known miss (blind corpus 4): in the comparison-dimensions phrasing, which names neither system, a third vendor's quote (tallyworks-quote) is cited under parent portal; plan-solve and the rest miss parent portal in the colon-list phrasing; 7 of 9 runs pass in every strategy, pooled precision 98%, coverage 94% (see docs/bench.md)"]
 fn honest_briefs_on_the_schoolsis_en_corpus() {
     check_corpus("schoolsis-en");
 }
 
 #[test]
-#[ignore = "known miss (blind corpus 4): in the compare-aspects phrasing (공단 직영과 민간 위탁, no subject word), parking-outsourcing (a car park's operator, the same 직영/위탁 words) is cited under 이용률; plan-solve also misses 이용률 in goal-words; 8 of 9 runs pass (plan-solve 7), pooled precision 97-98%, coverage 88-94% (see docs/bench.md)"]
 fn honest_briefs_on_the_bikeshare_ko_corpus() {
     check_corpus("bikeshare-ko");
 }
 
 #[test]
-#[ignore = "known miss (blind corpus 5): pooled precision 73%, coverage 53%: a bulk-meter project's note (bulk-meter-upgrade, it names the subject words and no vendor) is cited under accuracy, battery life and installation, and accuracy and battery life are rarely found in the notes that answer them; planted gaps 4/4, no spurious contradiction (see docs/bench.md)"]
 fn honest_briefs_on_the_watermeters_en_corpus() {
     check_corpus("watermeters-en");
 }
@@ -1288,13 +1423,11 @@ fn honest_briefs_on_the_cafeteria_ko_corpus() {
 }
 
 #[test]
-#[ignore = "known miss (blind corpus 6): 'If you take the dual-temperature conversion, add two weeks to both dates' (a lead-time remark, coldroute-build-slot) is cited under temperature control in the merged-constraints phrasing; 5 of 7 runs pass in every strategy, pooled precision 95%, coverage 100%; first reading 37-39% precision, 23% coverage (see docs/bench.md)"]
 fn honest_briefs_on_the_coldchain_en_corpus() {
     check_corpus("coldchain-en");
 }
 
 #[test]
-#[ignore = "known miss (blind corpus 6): in the comparison-dimensions phrasing, which names neither operator, the cherry-blossom festival's note (cherry-blossom-status, another festival) is cited under 지역 상인 참여; 7 of 8 runs pass in every strategy, pooled precision 98%, coverage 100% (see docs/bench.md)"]
 fn honest_briefs_on_the_festival_ko_corpus() {
     check_corpus("festival-ko");
 }
@@ -1315,7 +1448,6 @@ fn honest_briefs_on_the_hvac_en_corpus() {
 }
 
 #[test]
-#[ignore = "known miss (blind corpus 7): '**비용.** 시범 운영은 무상이었고, …' (the free trial, hb-pilot-report, labelled a decoy) is cited under 비용; 5 of 8 runs pass in every strategy, pooled precision 93%, coverage 100%; first reading 91% (see docs/bench.md)"]
 fn honest_briefs_on_the_clinic_ko_corpus() {
     check_corpus("clinic-ko");
 }
@@ -1326,7 +1458,6 @@ fn honest_briefs_on_the_crm_en_corpus() {
 }
 
 #[test]
-#[ignore = "known miss (blind corpus 7): the kickoff's definition '정시 도착은 본사 정문에 8시 50분 전에 도착한 경우로 본다' is cited under 정시성 in the goal-words phrasing; 7 of 8 runs pass in every strategy, pooled precision 97%, coverage 100%; first reading 77% precision, 47% coverage, 3 spurious contradictions (see docs/bench.md)"]
 fn honest_briefs_on_the_shuttle_ko_corpus() {
     check_corpus("shuttle-ko");
 }
@@ -1342,13 +1473,11 @@ fn honest_briefs_on_the_parking_ko_corpus() {
 }
 
 #[test]
-#[ignore = "known miss (blind corpus 8): SIS integration (written as Banner, rosters, sync) is found in none of the phrasings but one; 5 of 8 runs pass in every strategy, pooled precision 100%, coverage 79%; first reading 100% precision, 57% coverage (see docs/bench.md)"]
 fn honest_briefs_on_the_lms_en_corpus() {
     check_corpus("lms-en");
 }
 
 #[test]
-#[ignore = "known miss (blind corpus 8): 공급 안정성 (written as 배송, 예비분, 대체 공장) is found in none of its phrasings, and in the required-sections phrasing a contract review's price lines for 감염성 세탁물 are cited under 감염 관리; 4 of 8 runs pass in every strategy, pooled precision 92%, coverage 71%; first reading 68% precision, 50% coverage (see docs/bench.md)"]
 fn honest_briefs_on_the_laundry_ko_corpus() {
     check_corpus("laundry-ko");
 }
@@ -1359,19 +1488,16 @@ fn honest_briefs_on_the_fleet_telematics_en_corpus() {
 }
 
 #[test]
-#[ignore = "known miss (blind corpus 9, not tuned on): EMR 연동 is found in none of its phrasings, and (before round 17) the outpatient dispensing project's cost (outpatient-atc) was cited under 비용; 4 of 8 runs pass in every strategy, pooled precision 100%, coverage 71% (see docs/bench.md)"]
 fn honest_briefs_on_the_pharmacy_ko_corpus() {
     check_corpus("pharmacy-ko");
 }
 
 #[test]
-#[ignore = "known miss (blind corpus 9, not tuned on): commute is found in none of the phrasings but one, and 'one fibre cut cost us a full day' is cited under cost; 4 of 8 runs pass in every strategy, pooled precision 97%, coverage 79% (see docs/bench.md)"]
 fn honest_briefs_on_the_coworking_en_corpus() {
     check_corpus("coworking-en");
 }
 
 #[test]
-#[ignore = "known miss (blind corpus 9, not tuned on): in the comparison-dimensions phrasing, which names neither contractor, the food-waste contract's note (food-waste-contract, another contract) is cited under 비용 and 민원 대응; 7 of 8 runs pass in every strategy, pooled precision 94%, coverage 100%; first reading 84% precision (see docs/bench.md)"]
 fn honest_briefs_on_the_recycling_ko_corpus() {
     check_corpus("recycling-ko");
 }
@@ -1382,7 +1508,6 @@ fn honest_briefs_on_the_translation_en_corpus() {
 }
 
 #[test]
-#[ignore = "known miss (blind corpus 10): Microsoft 365 coverage is not found where the notes name Microsoft's products (Teams, SharePoint: taken for another party's names), and restore speed not in the phrasing that names no service; 4 of 9 runs pass in every strategy, pooled precision 100%, coverage 82%; first reading 100% precision, 24% coverage (see docs/bench.md)"]
 fn honest_briefs_on_the_backup_en_corpus() {
     check_corpus("backup-en");
 }
@@ -1398,19 +1523,16 @@ fn honest_briefs_on_the_uniform_ko_corpus() {
 }
 
 #[test]
-#[ignore = "known miss (blind corpus 11): in the comparison-dimensions phrasing, which names neither processor, payout speed and integration effort are not found; 7 of 8 runs pass in every strategy, pooled precision 100%, coverage 87%; first reading 100% precision, 47% coverage (see docs/bench.md)"]
 fn honest_briefs_on_the_payments_en_corpus() {
     check_corpus("payments-en");
 }
 
 #[test]
-#[ignore = "known miss (blind corpus 11): accuracy (written as RMSE against checkpoints) is found in only some phrasings; 5 of 8 runs pass in every strategy, pooled precision 100%, coverage 80%; first reading 100% precision, 67% coverage (see docs/bench.md)"]
 fn honest_briefs_on_the_fieldsurvey_en_corpus() {
     check_corpus("fieldsurvey-en");
 }
 
 #[test]
-#[ignore = "known miss (blind corpus 11): in the phrasings that name no contractor, the cleaning re-tender's note (cleaning-retender, another contract using the same words) is cited under 비상 대응; 6 of 9 runs pass in every strategy, pooled precision 92%, coverage 100%; first reading 86% precision, 24 of 30 planted gaps, 69% coverage (see docs/bench.md)"]
 fn honest_briefs_on_the_security_guard_ko_corpus() {
     check_corpus("security-guard-ko");
 }
@@ -1426,7 +1548,6 @@ fn honest_briefs_on_the_vetclinic_en_corpus() {
 }
 
 #[test]
-#[ignore = "known miss (blind corpus 12): landfill cap protection (written as ballast, geomembrane, cover soil, bearing pressure) is found in none of its phrasings; 5 of 10 runs pass in every strategy, pooled precision 100%, coverage 74%; first reading 77% precision, 53% coverage (see docs/bench.md)"]
 fn honest_briefs_on_the_solarfarm_en_corpus() {
     check_corpus("solarfarm-en");
 }
@@ -1437,7 +1558,6 @@ fn honest_briefs_on_the_daycare_bus_ko_corpus() {
 }
 
 #[test]
-#[ignore = "known miss (blind corpus 12): under 상담 품질 the kickoff's IT notice on 통화 품질 (the phone switch works) is cited in three phrasings; 7 of 10 runs pass in every strategy, pooled precision 93% (94% before round 15), coverage 100%; first reading 94% precision, 67% coverage (see docs/bench.md)"]
 fn honest_briefs_on_the_callcenter_ko_corpus() {
     check_corpus("callcenter-ko");
 }
@@ -1453,7 +1573,6 @@ fn honest_briefs_on_the_snowplow_en_corpus() {
 }
 
 #[test]
-#[ignore = "known miss (blind corpus 13): the site visit's lifeguards seen at another pool (순회 요원 2명) are paired with the proposal's (풀사이드 순회 3명) as a contradiction in three phrasings; 7 of 10 runs pass in every strategy, pooled precision 100%, coverage 100%, 18 spurious contradictions in 60 runs; first reading 64% precision, 22% coverage, 24 spurious (see docs/bench.md)"]
 fn honest_briefs_on_the_pool_ko_corpus() {
     check_corpus("pool-ko");
 }
@@ -1464,61 +1583,51 @@ fn honest_briefs_on_the_wifi_ko_corpus() {
 }
 
 #[test]
-#[ignore = "known miss (blind corpus 15): job turnaround time (written as request-to-pickup minutes) is found in none of the phrasings, and the integration lead's 25 working days of interface work is cited under it in one; 4 of 8 runs pass in every strategy, pooled precision 94%, coverage 79%; first reading 59% precision, 57% coverage (see docs/bench.md)"]
 fn honest_briefs_on_the_porter_en_corpus() {
     check_corpus("porter-en");
 }
 
 #[test]
-#[ignore = "known miss (blind corpus 15): scheduling flexibility and faculty workload (written as booking, seats, slots; instructors' minutes per flagged sitting) are not found, and the outgoing testing center's impersonation cases are cited under exam integrity where the goal does not name it; 5 of 10 runs pass in every strategy, pooled precision 97%, coverage 72%; first reading 90% precision, 44% coverage (see docs/bench.md)"]
 fn honest_briefs_on_the_proctoring_en_corpus() {
     check_corpus("proctoring-en");
 }
 
 #[test]
-#[ignore = "known miss (blind corpus 15): 구청 부담 비용 (written as 구비, 설치 합계, 위탁료 with no 구청 or 비용 beside the figures) is found in none of its phrasings; 5 of 10 runs pass in every strategy, pooled precision 100%, coverage 72%; first reading 59% precision, 67% coverage (see docs/bench.md)"]
 fn honest_briefs_on_the_evcharger_ko_corpus() {
     check_corpus("evcharger-ko");
 }
 
 #[test]
-#[ignore = "known miss (blind corpus 15): 답변 정확도 is not found in the goal-words phrasing (nor 행정 시스템 연동 in plan-solve there); 9 of 10 runs pass in every strategy, pooled precision 100%, coverage 94% (72% before round 17, which finds 행정 in the notes' compounds such as 행정포털); first reading 0% precision, 0% coverage (see docs/bench.md)"]
 fn honest_briefs_on_the_chatbot_ko_corpus() {
     check_corpus("chatbot-ko");
 }
 
 #[test]
-#[ignore = "known miss (blind corpus 16): image quality and backlog conversion time (written as dpi, grayscale, rescanned; months from notice to proceed, images a day) are found in none of the phrasings but one; 3 of 9 runs pass in every strategy, pooled precision 100%, coverage 41%; first reading 0% precision, 0% coverage, 6 inconsistent gap lists and a nonsense question ended ok (see docs/bench.md)"]
 fn honest_briefs_on_the_archive_en_corpus() {
     check_corpus("archive-en");
 }
 
 #[test]
-#[ignore = "known miss (blind corpus 16): 청소 품질 (written as 점검표 점수, 민원, 먼지) is found in none of its phrasings, and the outgoing contractor's trial arrangement (한결클린과 협의해 … 평소 인력을 빼고) is cited under 인력 운영; 3 of 10 runs pass in every strategy, pooled precision 89%, coverage 72%; first reading 64% precision, 67% coverage (see docs/bench.md)"]
 fn honest_briefs_on_the_cleaning_ko_corpus() {
     check_corpus("cleaning-ko");
 }
 
 #[test]
-#[ignore = "known miss (blind corpus 17): a running-cost requirement that lists service agreements among its parts is cited under vendor service, a feature's price (Assignment Sync) under EHR and phone integration, and 'compare on EHR and phone integration and infection control' is read as three dimensions; 4 of 10 runs pass in every strategy, pooled precision 88%, coverage 89%; first reading 57% precision, 22% coverage (see docs/bench.md)"]
 fn honest_briefs_on_the_nursecall_en_corpus() {
     check_corpus("nursecall-en");
 }
 
 #[test]
-#[ignore = "known miss (blind corpus 17): in the phrasing that names no alternative, the unrelated barbecue note's 'no phone signal by the bike sheds' and 'shade coverage' are cited under signal coverage; 9 of 10 runs pass in every strategy, pooled precision 92%, coverage 100%; first reading 72% precision, 89% coverage (see docs/bench.md)"]
 fn honest_briefs_on_the_labfreezer_en_corpus() {
     check_corpus("labfreezer-en");
 }
 
 #[test]
-#[ignore = "known miss (blind corpus 17): 일정 조율, written as 방문 요일, 일정표 and 배차, is found in no phrasing but one; 5 of 10 runs pass in every strategy, pooled precision 100%, coverage 72%; first reading 89% precision, 67% coverage (see docs/bench.md)"]
 fn honest_briefs_on_the_bathvan_ko_corpus() {
     check_corpus("bathvan-ko");
 }
 
 #[test]
-#[ignore = "known miss (blind corpus 17): 모바일 사용 편의성, written as 휴대전화 and 앱, is not found; 5 of 10 runs pass in every strategy, pooled precision 100%, coverage 72%; first reading 86% precision, 44% coverage (see docs/bench.md)"]
 fn honest_briefs_on_the_messenger_ko_corpus() {
     check_corpus("messenger-ko");
 }

@@ -31,13 +31,26 @@ const CLAUSE_WORDS: &[&str] = &[
 ];
 
 /// Leading words an English item loses ("the cost" → "cost").
-const LEADING: &[&str] = &["the", "its", "their", "our", "your", "and", "or", "both", "each"];
+const LEADING: &[&str] = &[
+    "the", "its", "their", "our", "your", "and", "or", "both", "each",
+];
 
 /// Korean particles after which a list joins its next item (비용과 품질).
 const KO_JOINERS: &[&str] = &["이랑", "과", "와", "랑"];
 
 /// Korean particles that end a phrase before a list (업체를, 두 곳은).
-const KO_CASE: &[&str] = &["에서는", "에서", "으로", "를", "을", "는", "은", "가", "로", "냐"];
+const KO_CASE: &[&str] = &[
+    "에서는",
+    "에서",
+    "으로",
+    "를",
+    "을",
+    "는",
+    "은",
+    "가",
+    "로",
+    "냐",
+];
 
 impl Asked {
     /// What `goal` asks, with its constraints.
@@ -66,7 +79,9 @@ impl Asked {
 
     /// Adds a dimension unless one with the same words is there already.
     fn add_dimension(&mut self, raw: &str) {
-        let d = raw.trim().trim_matches(|c: char| c.is_ascii_punctuation() || c.is_whitespace());
+        let d = raw
+            .trim()
+            .trim_matches(|c: char| c.is_ascii_punctuation() || c.is_whitespace());
         let key = words(d);
         if !key.is_empty() && !self.dimensions.iter().any(|x| words(x) == key) {
             self.dimensions.push(d.to_owned());
@@ -131,7 +146,11 @@ fn list_in(clause: &str) -> Vec<String> {
     let after_mark = || {
         [":", " — ", " - ", " – "]
             .iter()
-            .filter_map(|mark| clause.rfind(mark).map(|at| items_of(&clause[at + mark.len()..], korean)))
+            .filter_map(|mark| {
+                clause
+                    .rfind(mark)
+                    .map(|at| items_of(&clause[at + mark.len()..], korean))
+            })
             .find(|items| !items.is_empty())
     };
     let spans = find(clause, Cue::List);
@@ -174,7 +193,10 @@ fn list_in(clause: &str) -> Vec<String> {
 
 /// The items of a list, up to the first that is not a noun phrase.
 fn items_of(list: &str, korean: bool) -> Vec<String> {
-    let mut pieces: Vec<String> = list.split([',', '、', '/', '·']).map(str::to_owned).collect();
+    let mut pieces: Vec<String> = list
+        .split([',', '、', '/', '·'])
+        .map(str::to_owned)
+        .collect();
     // In "a, b and c" only the last piece joins two; without commas, all.
     if let Some(last) = pieces.pop() {
         pieces.extend(split_joined(&last, korean));
@@ -230,7 +252,9 @@ fn split_joined(piece: &str, korean: bool) -> Vec<String> {
 /// An item without punctuation, leading articles (English) or its final
 /// particle (Korean: 보호를 → 보호).
 fn clean(raw: &str, korean: bool) -> String {
-    let t = raw.trim().trim_matches(|c: char| !c.is_alphanumeric() && c != ')');
+    let t = raw
+        .trim()
+        .trim_matches(|c: char| !c.is_alphanumeric() && c != ')');
     let mut ws: Vec<&str> = t.split_whitespace().collect();
     if korean {
         if let Some(last) = ws.last_mut() {
@@ -241,7 +265,10 @@ fn clean(raw: &str, korean: bool) -> String {
                 .unwrap_or(last);
         }
     } else {
-        while ws.first().is_some_and(|w| LEADING.contains(&w.to_lowercase().as_str())) {
+        while ws
+            .first()
+            .is_some_and(|w| LEADING.contains(&w.to_lowercase().as_str()))
+        {
             ws.remove(0);
         }
     }
@@ -278,9 +305,9 @@ fn names_in(goal: &str) -> Vec<String> {
         let mut run: Vec<&str> = Vec::new();
         for (i, w) in ws.iter().enumerate() {
             let opens = i == 0
-                && !ws
-                    .get(1)
-                    .is_some_and(|n| ["or", "vs", "vs.", "and", "versus"].contains(n) || capital(n));
+                && !ws.get(1).is_some_and(|n| {
+                    ["or", "vs", "vs.", "and", "versus"].contains(n) || capital(n)
+                });
             let part = capital(w) && !opens;
             if part {
                 run.push(w.trim_end_matches("'s").trim_end_matches("’s"));
@@ -297,11 +324,16 @@ fn names_in(goal: &str) -> Vec<String> {
         for (i, w) in ws.iter().enumerate() {
             let w = w.trim_matches(|c: char| !c.is_alphanumeric() && c != '(' && c != ')');
             let bare = w.replace("(주)", "");
-            if let Some(x) = bare.strip_suffix("이냐").or_else(|| bare.strip_suffix("냐")) {
+            if let Some(x) = bare
+                .strip_suffix("이냐")
+                .or_else(|| bare.strip_suffix("냐"))
+            {
                 add(x, &mut out);
             }
             let joined = KO_JOINERS.iter().find_map(|j| bare.strip_suffix(j));
-            let then_which = ws.get(i + 2).is_some_and(|n| n.starts_with('중') || n.starts_with("가운데"));
+            let then_which = ws
+                .get(i + 2)
+                .is_some_and(|n| n.starts_with('중') || n.starts_with("가운데"));
             if let (Some(x), true, Some(y)) = (joined, then_which, ws.get(i + 1)) {
                 add(x, &mut out);
                 add(&clean(&y.replace("(주)", ""), true), &mut out);
@@ -330,9 +362,18 @@ mod tests {
             asked("Canvas or D2L Brightspace as our next LMS: accessibility, faculty training, data privacy").dimensions,
             ["accessibility", "faculty training", "data privacy"]
         );
-        assert_eq!(asked("Compare Ledgerline and Classmere on cost and data migration.").dimensions, ["cost", "data migration"]);
-        assert_eq!(asked("Weigh A against B in terms of cost and staff training.").dimensions, ["cost", "staff training"]);
-        assert_eq!(asked("Compare on EHR and phone integration, cost and uptime").dimensions, ["EHR and phone integration", "cost", "uptime"]);
+        assert_eq!(
+            asked("Compare Ledgerline and Classmere on cost and data migration.").dimensions,
+            ["cost", "data migration"]
+        );
+        assert_eq!(
+            asked("Weigh A against B in terms of cost and staff training.").dimensions,
+            ["cost", "staff training"]
+        );
+        assert_eq!(
+            asked("Compare on EHR and phone integration, cost and uptime").dimensions,
+            ["EHR and phone integration", "cost", "uptime"]
+        );
     }
 
     #[test]
@@ -341,7 +382,11 @@ mod tests {
             asked("Before they meet: is A really better than B on image quality, and which one gets the backlog under 18 months?").dimensions,
             ["image quality"]
         );
-        assert!(asked("Which donor CRM should we adopt?").dimensions.is_empty());
+        assert!(
+            asked("Which donor CRM should we adopt?")
+                .dimensions
+                .is_empty()
+        );
     }
 
     #[test]
@@ -354,17 +399,33 @@ mod tests {
             asked("한끼푸드와 다온푸드서비스를 배식 속도와 위생 측면에서 비교해 줘.").dimensions,
             ["배식 속도", "위생"]
         );
-        assert_eq!(asked("수영장 위탁 업체를 정하자. 위탁 운영비와 안전 요원 배치를 따져 보라.").dimensions, ["위탁 운영비", "안전 요원 배치"]);
-        assert_eq!(asked("통학 차량 위탁 업체 비교: 차량 상태, 동승 보호자, 개인정보 보호").dimensions, ["차량 상태", "동승 보호자", "개인정보 보호"]);
+        assert_eq!(
+            asked("수영장 위탁 업체를 정하자. 위탁 운영비와 안전 요원 배치를 따져 보라.")
+                .dimensions,
+            ["위탁 운영비", "안전 요원 배치"]
+        );
+        assert_eq!(
+            asked("통학 차량 위탁 업체 비교: 차량 상태, 동승 보호자, 개인정보 보호").dimensions,
+            ["차량 상태", "동승 보호자", "개인정보 보호"]
+        );
     }
 
     #[test]
     fn names_and_alternatives() {
-        assert_eq!(asked("Should we move order events to Kafka, RabbitMQ or SQS?").entities, ["Kafka", "RabbitMQ", "SQS"]);
-        assert_eq!(asked("TicketLoom or Gatehouse? Consider cost.").entities, ["TicketLoom", "Gatehouse"]);
+        assert_eq!(
+            asked("Should we move order events to Kafka, RabbitMQ or SQS?").entities,
+            ["Kafka", "RabbitMQ", "SQS"]
+        );
+        assert_eq!(
+            asked("TicketLoom or Gatehouse? Consider cost.").entities,
+            ["TicketLoom", "Gatehouse"]
+        );
         let ko = asked("가람시는 메디온과 헬스브릿지 중 어느 업체로 도입해야 하는가?").entities;
         assert_eq!(ko, ["메디온", "헬스브릿지"]);
-        assert_eq!(asked("늘봄모빌케어냐 다온센터냐, 위생을 따져 보자.").entities, ["늘봄모빌케어", "다온센터"]);
+        assert_eq!(
+            asked("늘봄모빌케어냐 다온센터냐, 위생을 따져 보자.").entities,
+            ["늘봄모빌케어", "다온센터"]
+        );
     }
 
     #[test]

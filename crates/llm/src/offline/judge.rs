@@ -96,7 +96,11 @@ impl Judgement {
 /// ("- a - b") follow one another inside one "sentence".
 fn items(sentence: &str) -> Vec<&str> {
     let mut out = Vec::new();
-    for part in sentence.split(" - ").flat_map(|p| p.split(" * ")).flat_map(|p| p.split(" • ")) {
+    for part in sentence
+        .split(" - ")
+        .flat_map(|p| p.split(" * "))
+        .flat_map(|p| p.split(" • "))
+    {
         let item = part.trim().trim_start_matches(['-', '*', '•']).trim();
         if !item.is_empty() {
             out.push(item);
@@ -118,7 +122,9 @@ fn is_statement(sentence: &str) -> bool {
 fn counted(question: &str) -> Option<String> {
     let lower = question.to_lowercase();
     if let Some(at) = lower.find("how many ") {
-        let noun = lower[at + "how many ".len()..].split(|c: char| !c.is_alphanumeric()).next()?;
+        let noun = lower[at + "how many ".len()..]
+            .split(|c: char| !c.is_alphanumeric())
+            .next()?;
         return (!noun.is_empty()).then(|| stem(noun));
     }
     let ws: Vec<&str> = lower.split_whitespace().collect();
@@ -133,7 +139,11 @@ fn gives_count(sentence: &str, what: &str) -> bool {
     has_digit
         && (mentions(&words(sentence), what)
             || sentence.match_indices(what).any(|(i, _)| {
-                sentence[..i].trim_end().chars().next_back().is_some_and(|c| c.is_ascii_digit())
+                sentence[..i]
+                    .trim_end()
+                    .chars()
+                    .next_back()
+                    .is_some_and(|c| c.is_ascii_digit())
             }))
 }
 
@@ -143,10 +153,16 @@ fn facets(question: &str) -> Vec<String> {
     let mut out = Vec::new();
     for part in question.split([',', ';', '?']) {
         let mut rest = part;
-        while let Some(at) = [" and who ", " and what ", " and how ", " and which ", " and when "]
-            .iter()
-            .filter_map(|w| rest.find(w))
-            .min()
+        while let Some(at) = [
+            " and who ",
+            " and what ",
+            " and how ",
+            " and which ",
+            " and when ",
+        ]
+        .iter()
+        .filter_map(|w| rest.find(w))
+        .min()
         {
             out.push(rest[..at].to_owned());
             rest = &rest[at + 5..];
@@ -192,10 +208,10 @@ impl<'a> Lens<'a> {
             return false;
         };
         let at = u32::try_from(at).unwrap_or(u32::MAX);
-        self.topic
-            .entities
-            .iter()
-            .any(|e| e.iter().all(|t| self.lexicon.users(t).binary_search(&at).is_ok()))
+        self.topic.entities.iter().any(|e| {
+            e.iter()
+                .all(|t| self.lexicon.users(t).binary_search(&at).is_ok())
+        })
     }
 
     /// Whether a sentence names another party than the goal's: a name the
@@ -203,11 +219,9 @@ impl<'a> Lens<'a> {
     fn names_another(&self, sentence: &str, stems: &[String]) -> bool {
         !self.topic.entities.is_empty()
             && !self.topic.names_an_entity(stems)
-            && self
-                .lexicon
-                .names_in(sentence)
-                .iter()
-                .any(|n| !self.topic.is_entity_word(n) && !self.goal.to_lowercase().contains(n.as_str()))
+            && self.lexicon.names_in(sentence).iter().any(|n| {
+                !self.topic.is_entity_word(n) && !self.goal.to_lowercase().contains(n.as_str())
+            })
     }
 
     /// Whether search step `step` looks into `question`: it was planned for
@@ -219,7 +233,8 @@ impl<'a> Lens<'a> {
 
     /// The dimensions asked that step `step` is about.
     pub(crate) fn dimensions_of(&self, step: &Step) -> Vec<&str> {
-        self.asked.dimensions_named_by(&step.description, &self.goal)
+        self.asked
+            .dimensions_named_by(&step.description, &self.goal)
     }
 
     /// Judges a search step's output against `question`, which it searches.
@@ -244,7 +259,10 @@ impl<'a> Lens<'a> {
     }
 
     fn judge_question(&self, description: &str, output: &Value) -> Judgement {
-        let good: Vec<Hit> = hits(output).into_iter().filter(|h| h.score >= MIN_SCORE).collect();
+        let good: Vec<Hit> = hits(output)
+            .into_iter()
+            .filter(|h| h.score >= MIN_SCORE)
+            .collect();
         let dimension = self.asked.dimension_of(description);
         let facets: Vec<(Vec<String>, Option<String>)> = match dimension {
             Some(d) => {
@@ -286,7 +304,10 @@ impl<'a> Lens<'a> {
                     if sentence == title.trim() || !is_statement(sentence) {
                         continue;
                     }
-                    if quotes.iter().any(|q| q.sentence == sentence && q.note_id == note) {
+                    if quotes
+                        .iter()
+                        .any(|q| q.sentence == sentence && q.note_id == note)
+                    {
                         continue;
                     }
                     let stems = words(sentence);
@@ -298,9 +319,12 @@ impl<'a> Lens<'a> {
                     for (terms, count) in &facets {
                         let own = coverage(self.lexicon, terms, sentence);
                         // A line that is only the sub-question's name says nothing.
-                        let beyond = stems.iter().any(|s| !terms.iter().any(|t| mentions(std::slice::from_ref(s), t)));
+                        let beyond = stems
+                            .iter()
+                            .any(|s| !terms.iter().any(|t| mentions(std::slice::from_ref(s), t)));
                         let framed = coverage(self.lexicon, terms, &format!("{sentence} {frame}"));
-                        let by_frame = figure && coverage(self.lexicon, terms, &frame) >= DIMENSION_SHARE;
+                        let by_frame =
+                            figure && coverage(self.lexicon, terms, &frame) >= DIMENSION_SHARE;
                         let ok = beyond
                             && ((own > 0.0 && framed >= DIMENSION_SHARE) || by_frame)
                             && count.as_ref().is_none_or(|c| gives_count(sentence, c));
@@ -318,7 +342,11 @@ impl<'a> Lens<'a> {
                             quantity && figure,
                             (share * 1000.0) as usize,
                             self.topic.names_an_entity(&stems),
-                            self.topic.subject.iter().filter(|t| mentions(&stems, t)).count(),
+                            self.topic
+                                .subject
+                                .iter()
+                                .filter(|t| mentions(&stems, t))
+                                .count(),
                             figure,
                         ),
                     });
@@ -364,13 +392,19 @@ mod tests {
 
     #[test]
     fn bullets_are_items() {
-        assert_eq!(items("- Price: $4 - Support: 24/7"), ["Price: $4", "Support: 24/7"]);
+        assert_eq!(
+            items("- Price: $4 - Support: 24/7"),
+            ["Price: $4", "Support: 24/7"]
+        );
         assert_eq!(items("Plain sentence."), ["Plain sentence."]);
     }
 
     #[test]
     fn counts_and_facets() {
-        assert_eq!(counted("How many people came to the lunch?").as_deref(), Some("peopl"));
+        assert_eq!(
+            counted("How many people came to the lunch?").as_deref(),
+            Some("peopl")
+        );
         assert!(gives_count("About 40 people came.", "peopl"));
         assert!(!gives_count("After 34 years, Doris retires.", "peopl"));
         assert_eq!(counted("몇 명이 왔나?").as_deref(), Some("명"));

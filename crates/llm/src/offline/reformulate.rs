@@ -66,7 +66,12 @@ impl Reformulator {
             let mut f = self.forms(t);
             // A synonym the notes use ("uptime" for reliability) is a way
             // to say the term; the judge still reads the sentence found.
-            f.extend(synonyms::of(t).into_iter().filter(|s| s.parts().iter().all(known)).map(|s| s.text.clone()));
+            f.extend(
+                synonyms::of(t)
+                    .into_iter()
+                    .filter(|s| s.parts().iter().all(known))
+                    .map(|s| s.text.clone()),
+            );
             if !f.is_empty() {
                 said.push(t);
             }
@@ -82,7 +87,9 @@ impl Reformulator {
                 said = terms.iter().collect();
             }
         }
-        if forms.is_empty() || self.lexicon.share(&terms, |t| said.iter().any(|s| *s == t)) < DIMENSION_SHARE {
+        if forms.is_empty()
+            || self.lexicon.share(&terms, |t| said.iter().any(|s| *s == t)) < DIMENSION_SHARE
+        {
             return Vec::new();
         }
         let entities: Vec<String> = lens
@@ -94,7 +101,14 @@ impl Reformulator {
             .collect();
         let mut out = vec![forms.join(" ")];
         if !entities.is_empty() {
-            out.push(forms.iter().chain(&entities).cloned().collect::<Vec<_>>().join(" "));
+            out.push(
+                forms
+                    .iter()
+                    .chain(&entities)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            );
         }
         out
     }

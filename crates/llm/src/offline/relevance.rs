@@ -72,14 +72,19 @@ impl Lexicon {
         }
         let v = self.corpus.vocabulary();
         let ids: Vec<usize> = if term.chars().any(is_hangul) {
-            (0..v.stem_count()).filter(|&i| mentions(&[v.stem(i).to_owned()], term)).collect()
+            (0..v.stem_count())
+                .filter(|&i| mentions(&[v.stem(i).to_owned()], term))
+                .collect()
         } else {
             let prefix = stepwise_tools::notes::stem::variant_prefix(term).unwrap_or("");
             v.stems_starting_with(prefix)
                 .filter(|&i| same_stem(v.stem(i), term))
                 .collect()
         };
-        let mut notes: Vec<u32> = ids.iter().flat_map(|&i| v.stem_notes(i).iter().copied()).collect();
+        let mut notes: Vec<u32> = ids
+            .iter()
+            .flat_map(|&i| v.stem_notes(i).iter().copied())
+            .collect();
         notes.sort_unstable();
         notes.dedup();
         let notes: Arc<[u32]> = notes.into();
@@ -211,7 +216,10 @@ pub(crate) fn is_task_word(s: &str) -> bool {
 
 /// The content stems of a text without task words.
 pub(crate) fn content(text: &str) -> Vec<String> {
-    words(text).into_iter().filter(|w| !is_task_word(w)).collect()
+    words(text)
+        .into_iter()
+        .filter(|w| !is_task_word(w))
+        .collect()
 }
 
 /// Whether a text (its surface words and stems) mentions a dimension word,
@@ -225,7 +233,10 @@ pub(crate) fn says(term: &str, surface: &[String], stems: &[String]) -> bool {
 pub(crate) fn coverage(lexicon: &Lexicon, terms: &[String], text: &str) -> f64 {
     let surface = synonyms::surface(text);
     let stems = words(text);
-    if synonyms::of_dimension(terms).iter().any(|s| s.said_in(&surface, &stems)) {
+    if synonyms::of_dimension(terms)
+        .iter()
+        .any(|s| s.said_in(&surface, &stems))
+    {
         return 1.0;
     }
     lexicon.share(terms, |t| says(t, &surface, &stems))
@@ -265,8 +276,7 @@ impl Topic {
                     .split_whitespace()
                     .filter(|w| {
                         let w = w.trim_matches(|c: char| !c.is_alphanumeric());
-                        w.chars().any(is_hangul)
-                            || (lexicon.knows(&stem(w)) && lexicon.is_name(w))
+                        w.chars().any(is_hangul) || (lexicon.knows(&stem(w)) && lexicon.is_name(w))
                     })
                     .collect();
                 words(&kept.join(" "))
@@ -277,10 +287,20 @@ impl Topic {
         // A word no note uses weighs as a typical known word of the goal
         // (the median): "ethanol" counts against a corpus without it, but
         // a goal's ordinary words ("kept up") do not outweigh its subject.
-        let mut known: Vec<f64> = subject.iter().filter(|t| lexicon.knows(t)).map(|t| lexicon.idf(t)).collect();
+        let mut known: Vec<f64> = subject
+            .iter()
+            .filter(|t| lexicon.knows(t))
+            .map(|t| lexicon.idf(t))
+            .collect();
         known.sort_by(f64::total_cmp);
         let typical = known.get(known.len() / 2).copied().unwrap_or(1.0);
-        let weigh = |t: &String| if lexicon.knows(t) { lexicon.idf(t) } else { typical };
+        let weigh = |t: &String| {
+            if lexicon.knows(t) {
+                lexicon.idf(t)
+            } else {
+                typical
+            }
+        };
         let mut weight: HashMap<u32, f64> = HashMap::new();
         for t in subject.iter().filter(|t| !in_entity(t)) {
             let idf = lexicon.idf(t);
@@ -307,7 +327,12 @@ impl Topic {
         for (n, w) in best_entity {
             *weight.entry(n).or_default() += w;
         }
-        let total: f64 = subject.iter().filter(|t| !in_entity(t)).map(weigh).sum::<f64>() + entity_total;
+        let total: f64 = subject
+            .iter()
+            .filter(|t| !in_entity(t))
+            .map(weigh)
+            .sum::<f64>()
+            + entity_total;
         // Words the notes use, their weight, the alternatives as one.
         let known_weight: f64 = subject
             .iter()
@@ -316,7 +341,12 @@ impl Topic {
             .sum::<f64>()
             + entities
                 .iter()
-                .map(|e| e.iter().filter(|t| lexicon.knows(t)).map(|t| lexicon.idf(t)).sum::<f64>())
+                .map(|e| {
+                    e.iter()
+                        .filter(|t| lexicon.knows(t))
+                        .map(|t| lexicon.idf(t))
+                        .sum::<f64>()
+                })
                 .fold(0.0, f64::max);
         let needed = if subject.is_empty() {
             0.0
@@ -338,13 +368,19 @@ impl Topic {
         let Some(at) = lexicon.corpus().position(note_id) else {
             return false;
         };
-        let w = u32::try_from(at).ok().and_then(|at| self.weight.get(&at)).copied().unwrap_or(0.0);
+        let w = u32::try_from(at)
+            .ok()
+            .and_then(|at| self.weight.get(&at))
+            .copied()
+            .unwrap_or(0.0);
         w >= self.needed && !lexicon.excluded(note_id)
     }
 
     /// Whether stems name one of the goal's names (all its words).
     pub(crate) fn names_an_entity(&self, stems: &[String]) -> bool {
-        self.entities.iter().any(|e| e.iter().all(|t| mentions(stems, t)))
+        self.entities
+            .iter()
+            .any(|e| e.iter().all(|t| mentions(stems, t)))
     }
 
     /// Whether a stem is part of one of the goal's names.
@@ -361,9 +397,21 @@ mod tests {
 
     fn lexicon() -> Lexicon {
         let corpus = Corpus::from_notes([
-            Note::new("a", "Alpha pricing", "Alpha costs $4,200 a year. The vendor support line is open 24/7."),
-            Note::new("b", "Beta notes", "Beta uptime was 99.5% last quarter. Unlike Alpha, the vendor replied in an hour."),
-            Note::new("c", "Lunch", "The retirement lunch is on Friday. Bring a dish."),
+            Note::new(
+                "a",
+                "Alpha pricing",
+                "Alpha costs $4,200 a year. The vendor support line is open 24/7.",
+            ),
+            Note::new(
+                "b",
+                "Beta notes",
+                "Beta uptime was 99.5% last quarter. Unlike Alpha, the vendor replied in an hour.",
+            ),
+            Note::new(
+                "c",
+                "Lunch",
+                "The retirement lunch is on Friday. Bring a dish.",
+            ),
             Note::new("d", "Vendor list", "Every vendor sent a vendor form."),
         ])
         .unwrap_or_else(|_| Corpus::empty());
@@ -402,28 +450,10 @@ mod tests {
     #[test]
     fn names_are_words_the_notes_capitalise() {
         let l = lexicon();
-        assert_eq!(l.names_in("Prices for Alpha rose. The Vendor was late."), ["alpha"]);
+        assert_eq!(
+            l.names_in("Prices for Alpha rose. The Vendor was late."),
+            ["alpha"]
+        );
         assert!(!l.is_name("Vendor"));
-    }
-}
-
-#[cfg(test)]
-mod debug_tmp {
-    use super::*;
-    use stepwise_core::Constraints;
-
-    #[test]
-    fn dump() {
-        let Ok(dir) = std::env::var("DUMP_NOTES") else { return };
-        let goal = std::env::var("DUMP_GOAL").unwrap_or_default();
-        let corpus = Corpus::load(&dir).map(|l| l.corpus).unwrap_or_else(|_| Corpus::empty());
-        let l = Lexicon::new(Arc::new(corpus));
-        let asked = Asked::from_parts(&goal, &Constraints::default());
-        let t = Topic::of(&l, &goal, &asked);
-        eprintln!("{asked:?}\nneeded {}", t.needed);
-        for w in content(&goal) { eprintln!("  {w} known={} idf={:.2}", l.knows(&w), l.idf(&w)); }
-        for (i, n) in l.corpus().notes().iter().enumerate() {
-            eprintln!("{:>6.2} {} {}", t.weight.get(&(i as u32)).copied().unwrap_or(0.0), t.on_topic(&l, &n.id), n.id);
-        }
     }
 }

@@ -131,12 +131,17 @@ pub fn sentences(paragraph: &str) -> Vec<&str> {
 }
 
 /// Words whose period abbreviates (lowercase, without the period).
-const ABBREVIATIONS: &[&str] = &["e.g", "i.e", "etc", "vs", "no", "approx", "mr", "ms", "dr", "st"];
+const ABBREVIATIONS: &[&str] = &[
+    "e.g", "i.e", "etc", "vs", "no", "approx", "mr", "ms", "dr", "st",
+];
 
 /// Whether a period followed by whitespace stays inside its sentence:
 /// `before` is the sentence so far, `after` the text after the period.
 fn period_inside(before: &str, after: &str) -> bool {
-    let word = before.rsplit(char::is_whitespace).next().unwrap_or_default();
+    let word = before
+        .rsplit(char::is_whitespace)
+        .next()
+        .unwrap_or_default();
     let word = word.trim_start_matches(['(', '[']);
     let next = after.trim_start().chars().next();
     let digits = !word.is_empty() && word.chars().all(|c| c.is_ascii_digit());
@@ -250,7 +255,10 @@ mod tests {
     fn dates_list_numbers_and_abbreviations_stay_whole() {
         assert_eq!(
             sentences("계약 기간: 2년 (2025. 3. 30.) - 단가 조정: 연 1회. 다음 문장."),
-            ["계약 기간: 2년 (2025. 3. 30.) - 단가 조정: 연 1회.", "다음 문장."]
+            [
+                "계약 기간: 2년 (2025. 3. 30.) - 단가 조정: 연 1회.",
+                "다음 문장."
+            ]
         );
         assert_eq!(
             sentences("2025. 3. 30. 회의에서 정했다. 끝."),
@@ -262,8 +270,15 @@ mod tests {
         );
         assert_eq!(
             sentences("See No. 4, e.g. the pump, vs. the valve. J. Kim agreed. Done."),
-            ["See No. 4, e.g. the pump, vs. the valve.", "J. Kim agreed.", "Done."]
+            [
+                "See No. 4, e.g. the pump, vs. the valve.",
+                "J. Kim agreed.",
+                "Done."
+            ]
         );
-        assert_eq!(sentences("It rose 12. Then fell."), ["It rose 12.", "Then fell."]);
+        assert_eq!(
+            sentences("It rose 12. Then fell."),
+            ["It rose 12.", "Then fell."]
+        );
     }
 }

@@ -158,7 +158,10 @@ pub fn find(text: &str, cue: Cue) -> Vec<(usize, usize)> {
             }
             let window = &toks[at..at + n];
             let end = window[n - 1].end;
-            if window.iter().zip(&e.words).all(|(t, w)| word_is(w, &t.stem))
+            if window
+                .iter()
+                .zip(&e.words)
+                .all(|(t, w)| word_is(w, &t.stem))
                 && (!e.colon || text[end..].trim_start().starts_with(':'))
             {
                 out.push((window[0].start, end));
@@ -199,9 +202,15 @@ mod tests {
         assert!(has_cue("Vendor support didn't come up.", Cue::NoResult));
         assert!(has_cue("We will check pricing with them.", Cue::Deferral));
         assert!(has_cue("It waits until the next meeting.", Cue::Deferral));
-        assert!(has_cue("비용은 다음 회의에서 확인하기로 했다.", Cue::Deferral));
+        assert!(has_cue(
+            "비용은 다음 회의에서 확인하기로 했다.",
+            Cue::Deferral
+        ));
         assert!(has_cue("이 건은 별개 사업이다.", Cue::SelfExclusion));
-        assert!(has_cue("NorthDoc was dropped at the kickoff.", Cue::SetAside));
+        assert!(has_cue(
+            "NorthDoc was dropped at the kickoff.",
+            Cue::SetAside
+        ));
         assert!(!has_cue("Support costs $4,200 a year.", Cue::Deferral));
         assert!(!has_cue("The pump test passed.", Cue::SetAside));
     }
