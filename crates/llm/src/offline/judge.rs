@@ -284,12 +284,20 @@ impl<'a> Lens<'a> {
         let mut quotes: Vec<Quote> = Vec::new();
         for hit in &good {
             let note = hit.note_id.as_str();
-            if !self.topic.on_topic(self.lexicon, note)
+            let title = self.lexicon.title(note);
+            // A note titled for the dimension, in notes on the subject, is
+            // on it even when it does not repeat the subject's words.
+            let titled = dimension.is_some()
+                && self.topic.corpus_on_subject()
+                && !self.lexicon.excluded(note)
+                && facets
+                    .iter()
+                    .any(|(t, _)| coverage(self.lexicon, t, title) >= DIMENSION_SHARE);
+            if !(self.topic.on_topic(self.lexicon, note) || titled)
                 || (!self.topic.entities.is_empty() && !self.note_names_an_entity(note))
             {
                 continue;
             }
-            let title = self.lexicon.title(note);
             for passage in &hit.passages {
                 let heading = self.lexicon.heading(note, passage).unwrap_or_default();
                 // A passage under a heading on another asked dimension is

@@ -376,6 +376,11 @@ impl Topic {
         w >= self.needed && !lexicon.excluded(note_id)
     }
 
+    /// Whether the notes are on the goal's subject at all.
+    pub(crate) fn corpus_on_subject(&self) -> bool {
+        self.needed.is_finite()
+    }
+
     /// Whether stems name one of the goal's names (all its words).
     pub(crate) fn names_an_entity(&self, stems: &[String]) -> bool {
         self.entities
