@@ -19,7 +19,7 @@
 use serde_json::Value;
 use stepwise_core::{Constraints, RunState, Step};
 use stepwise_tools::text::cues::Cue;
-use stepwise_tools::text::{has_cue, mentions, sentences, stem, words};
+use stepwise_tools::text::{has_any_cue, mentions, sentences, stem, words};
 
 use super::MIN_SCORE;
 use super::asked::Asked;
@@ -113,9 +113,10 @@ fn items(sentence: &str) -> Vec<&str> {
 /// defers, holds no result, is a byline or sets an option aside.
 fn is_statement(sentence: &str) -> bool {
     !sentence.trim_end().ends_with(['?', '？'])
-        && ![Cue::Deferral, Cue::NoResult, Cue::Byline, Cue::SetAside]
-            .into_iter()
-            .any(|c| has_cue(sentence, c))
+        && !has_any_cue(
+            sentence,
+            &[Cue::Deferral, Cue::NoResult, Cue::Byline, Cue::SetAside],
+        )
 }
 
 /// What a question counts, when it asks "how many X" (X's stem) or "몇 X".
@@ -182,6 +183,8 @@ pub(crate) struct Lens<'a> {
     pub(crate) topic: Topic,
     /// The goal as written: the overview step's description.
     goal: String,
+    /// The goal, lowercased, to tell its own names from others.
+    goal_lower: String,
 }
 
 impl<'a> Lens<'a> {
@@ -199,6 +202,7 @@ impl<'a> Lens<'a> {
             asked,
             topic,
             goal: goal.to_owned(),
+            goal_lower: goal.to_lowercase(),
         }
     }
 
@@ -219,9 +223,11 @@ impl<'a> Lens<'a> {
     fn names_another(&self, sentence: &str, stems: &[String]) -> bool {
         !self.topic.entities.is_empty()
             && !self.topic.names_an_entity(stems)
-            && self.lexicon.names_in(sentence).iter().any(|n| {
-                !self.topic.is_entity_word(n) && !self.goal.to_lowercase().contains(n.as_str())
-            })
+            && self
+                .lexicon
+                .names_in(sentence)
+                .iter()
+                .any(|n| !self.topic.is_entity_word(n) && !self.goal_lower.contains(n.as_str()))
     }
 
     /// Whether search step `step` looks into `question`: it was planned for
@@ -308,6 +314,11 @@ impl<'a> Lens<'a> {
                     continue;
                 }
                 let frame = format!("{heading} {title}");
+                // What the heading and title alone cover of each facet.
+                let framing: Vec<f64> = facets
+                    .iter()
+                    .map(|(terms, _)| coverage(self.lexicon, terms, &frame))
+                    .collect();
                 for sentence in sentences(passage).into_iter().flat_map(items) {
                     if sentence == title.trim() || !is_statement(sentence) {
                         continue;
@@ -324,15 +335,14 @@ impl<'a> Lens<'a> {
                     }
                     let figure = sentence.chars().any(|c| c.is_ascii_digit());
                     let mut best: Option<(f64, bool)> = None;
-                    for (terms, count) in &facets {
+                    for ((terms, count), framing) in facets.iter().zip(&framing) {
                         let own = coverage(self.lexicon, terms, sentence);
                         // A line that is only the sub-question's name says nothing.
                         let beyond = stems
                             .iter()
                             .any(|s| !terms.iter().any(|t| mentions(std::slice::from_ref(s), t)));
                         let framed = coverage(self.lexicon, terms, &format!("{sentence} {frame}"));
-                        let by_frame =
-                            figure && coverage(self.lexicon, terms, &frame) >= DIMENSION_SHARE;
+                        let by_frame = figure && *framing >= DIMENSION_SHARE;
                         let ok = beyond
                             && ((own > 0.0 && framed >= DIMENSION_SHARE) || by_frame)
                             && count.as_ref().is_none_or(|c| gives_count(sentence, c));

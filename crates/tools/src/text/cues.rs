@@ -148,9 +148,13 @@ fn word_is(entry_word: &str, word: &str) -> bool {
 /// Where cues of class `cue` occur in `text`: the byte span of each match,
 /// in order.
 pub fn find(text: &str, cue: Cue) -> Vec<(usize, usize)> {
-    let toks = tokens(text);
+    spans(text, &tokens(text), &[cue])
+}
+
+/// The spans of cues of any class in `cues`, over `text`'s tokens.
+fn spans(text: &str, toks: &[Token], cues: &[Cue]) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
-    for e in entries().iter().filter(|e| e.cue == cue) {
+    for e in entries().iter().filter(|e| cues.contains(&e.cue)) {
         let n = e.words.len();
         for at in 0..toks.len().saturating_sub(n - 1) {
             if e.anchored && at > 0 {
@@ -175,7 +179,12 @@ pub fn find(text: &str, cue: Cue) -> Vec<(usize, usize)> {
 
 /// Whether `text` holds a cue of class `cue`.
 pub fn has_cue(text: &str, cue: Cue) -> bool {
-    !find(text, cue).is_empty()
+    has_any_cue(text, &[cue])
+}
+
+/// Whether `text` holds a cue of any class in `cues` (its words analysed once).
+pub fn has_any_cue(text: &str, cues: &[Cue]) -> bool {
+    !spans(text, &tokens(text), cues).is_empty()
 }
 
 /// Whether one stem is a one-word entry of class `cue` (a task word).

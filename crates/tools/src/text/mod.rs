@@ -20,4 +20,4 @@ pub mod cues;
 pub use crate::notes::passages::sentences;
 pub use crate::notes::stem::{is_hangul, mentions, same_stem, stem, words};
 pub use crate::notes::tokenize::{is_stop_word, tokenize};
-pub use cues::{Cue, has_cue};
+pub use cues::{Cue, has_any_cue, has_cue};
