@@ -139,11 +139,19 @@ fn stable_value(v: &Value) -> Value {
             )
         })
         .collect();
-    let statuses: Vec<Value> = v["plan"]
+    // Each step's final status, by id: where a replan's new steps sit in the
+    // plan depends on which parallel steps had ended when it was drafted,
+    // which is timing, in an uninterrupted run as well.
+    let statuses: std::collections::BTreeMap<String, Value> = v["plan"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|s| json!([s["id"], s["status"]]))
+        .map(|s| {
+            (
+                s["id"].as_str().unwrap_or_default().to_owned(),
+                s["status"].clone(),
+            )
+        })
         .collect();
     json!({
         "status": v["status"], "report": v["final_report"], "outputs": outputs, "statuses": statuses,
