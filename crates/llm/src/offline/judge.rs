@@ -291,10 +291,10 @@ impl<'a> Lens<'a> {
         for hit in &good {
             let note = hit.note_id.as_str();
             let title = self.lexicon.title(note);
-            // A note titled for the dimension, in notes on the subject, is
-            // on it even when it does not repeat the subject's words.
-            let titled = dimension.is_some()
-                && self.topic.corpus_on_subject()
+            // A note titled for the dimension (or for the step's own
+            // question), in notes on the subject, is on it even when it does
+            // not repeat the subject's words.
+            let titled = self.topic.corpus_on_subject()
                 && !self.lexicon.excluded(note)
                 && facets
                     .iter()
