@@ -313,6 +313,60 @@ fn a_plan_reads_and_writes_through_the_reference_servers_and_side_effects_wait_f
 }
 
 #[test]
+fn a_run_that_only_reads_and_acts_through_mcp_ends_ok_with_the_action_in_the_report() {
+    // Seed 000's kind of run: no notes search at all, read steps and one
+    // side effect a person approves. Every step met its criteria, so it is
+    // `ok`, and the report says what was done, with what, approved by whom.
+    let dir = Dir::new("only-acts");
+    dir.config("");
+    std::fs::write(dir.data().join("in.txt"), "order 3 widgets").unwrap();
+    dir.plan(json!([
+        step("list", "fs.list_directory", json!({"path": "."}), &[]),
+        step("read", "fs.read_text_file", json!({"path": "in.txt"}), &[]),
+        step(
+            "save",
+            "fs.write_file",
+            json!({"path": "out.txt", "content": "${read.output.content}"}),
+            &["read", "list"]
+        ),
+    ]));
+    let first = dir.run_plan("run_acts", &[]);
+    assert_eq!(first.code, 4, "{}\n{}", first.stderr, first.stdout);
+    let approved = dir
+        .stepwise()
+        .args(["approve", "run_acts"])
+        .envs(&[("USER", "dana")])
+        .run();
+    assert_eq!(approved.code, 0, "{}", approved.stderr);
+    let resumed = dir.run(&["resume", "run_acts", "--json", "--quiet"]);
+    assert_eq!(resumed.code, 0, "{}\n{}", resumed.stderr, resumed.stdout);
+    let state = resumed.json();
+    assert_eq!(state["status"], "ok", "{}", state["blocked_reason"]);
+    let report = state["final_report"].as_str().unwrap();
+    let action = report
+        .lines()
+        .find(|l| l.starts_with("- Do save: `fs.write_file`"))
+        .unwrap_or_else(|| panic!("no action line: {report}"));
+    assert!(action.contains("content “order 3 widgets”"), "{action}");
+    assert!(action.contains("approved by dana"), "{action}");
+    assert!(action.ends_with("[save]"), "{action}");
+    // The read-only steps' results are cited as tool results, verbatim.
+    assert!(report.contains("## Tool results"), "{report}");
+    let evidence = state["evidence"].as_array().unwrap();
+    assert!(
+        evidence
+            .iter()
+            .any(|e| e["step"] == "read" && e["quote"] == "order 3 widgets"),
+        "{evidence:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.data().join("out.txt")).unwrap(),
+        "order 3 widgets"
+    );
+    dir.assert_no_orphans("the resumed run");
+}
+
+#[test]
 fn arguments_that_do_not_match_an_input_schema_stop_the_plan_before_any_call() {
     let dir = Dir::new("schema");
     dir.config("");

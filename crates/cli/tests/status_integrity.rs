@@ -448,9 +448,10 @@ fn steps_of_someone_elses_plan_answer_the_dimensions_they_name() {
 }
 
 #[test]
-fn a_plan_with_nothing_citable_names_that_gap_instead_of_saying_none() {
+fn a_question_answered_only_by_an_action_is_not_ok_and_names_the_gap() {
     // Found with a plan of MCP file tools: no search step, so no section,
-    // and the gap list said "None: every section found evidence".
+    // and the gap list said "None: every section found evidence". What the
+    // write did is shown and cited, but it answers nothing the goal asked.
     let dir = Dir::new("nothing-citable");
     let plan = dir.file(
         "plan.json",
@@ -462,9 +463,10 @@ fn a_plan_with_nothing_citable_names_that_gap_instead_of_saying_none() {
     let ws = dir.path().join("ws");
     std::fs::create_dir_all(&ws).unwrap();
     let ws = ws.display().to_string();
+    let goal = "What does each vendor cost per seat?";
     let out = run(
         &dir,
-        "What does each vendor cost per seat?",
+        goal,
         &[
             "--plan",
             &plan,
@@ -480,19 +482,77 @@ fn a_plan_with_nothing_citable_names_that_gap_instead_of_saying_none() {
     assert_eq!(out.code, 3, "{}{}", out.stdout, out.stderr);
     let md = &out.stdout;
     assert!(!md.contains("None:"), "{md}");
-    assert!(
-        md.contains("nothing the steps returned could be cited"),
-        "{md}"
-    );
+    assert!(md.contains("## Actions"), "{md}");
+    assert!(md.contains("approved by auto"), "{md}");
     let v = show(&dir, "run_w");
     assert_eq!(v["status"], "needs_review");
     let gaps = v["knowledge_gaps"].as_array().unwrap();
     assert!(
-        gaps.iter().any(|g| g
-            .as_str()
-            .unwrap()
-            .starts_with("nothing the steps returned could be cited")),
+        gaps.iter().any(|g| g.as_str().unwrap().contains(goal)),
         "{gaps:?}"
+    );
+}
+
+#[test]
+fn a_run_that_only_acts_ends_ok_with_its_actions_and_results_cited() {
+    // Seed 000's scenarios: every step met its criteria, nothing was asked
+    // of the notes, so the report is what the steps did and returned.
+    let dir = Dir::new("only-acts");
+    let plan = dir.file(
+        "plan.json",
+        &json!({"steps": [
+            {"id": "read", "description": "Read the latency note", "tool": "read_note",
+             "args": {"id": "latency"}, "acceptance_criteria": ["the note"]},
+            {"id": "save", "description": "Save the note's title", "tool": "write_file",
+             "depends_on": ["read"],
+             "args": {"path": "out/title.md", "content": "${read.output.title}"},
+             "acceptance_criteria": ["file written"]}]})
+        .to_string(),
+    );
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    let ws_arg = ws.display().to_string();
+    let out = run(
+        &dir,
+        "Copy the latency note's title into out/title.md",
+        &[
+            "--plan",
+            &plan,
+            "--workspace",
+            &ws_arg,
+            "--approve",
+            "auto",
+            "--run-id",
+            "run_a",
+            "--quiet",
+        ],
+    );
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let md = &out.stdout;
+    // The action, with its resolved arguments and who approved it.
+    let action = md
+        .lines()
+        .find(|l| l.starts_with("- Save the note's title: `write_file`"))
+        .unwrap_or_else(|| panic!("no action line: {md}"));
+    assert!(action.contains("content “Latency budget”"), "{action}");
+    assert!(action.contains("approved by auto"), "{action}");
+    assert!(action.ends_with("[save]"), "{action}");
+    let v = show(&dir, "run_a");
+    assert_eq!(v["status"], "ok");
+    // Each cited field is verbatim in the step's output, the step its source.
+    let evidence = v["evidence"].as_array().unwrap();
+    assert!(!evidence.is_empty());
+    let output = v["step_results"]["save"]["output"].to_string();
+    for e in evidence {
+        assert_eq!(e["source_id"], "save", "{e}");
+        assert!(
+            output.contains(e["quote"].as_str().unwrap()),
+            "{e} in {output}"
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(ws.join("out/title.md")).unwrap(),
+        "Latency budget"
     );
 }
 

@@ -169,6 +169,10 @@ pub struct RunState {
     pub usage: Usage,
     /// Approvals on record: step -> approved tool-and-arguments hash.
     pub approvals: BTreeMap<StepId, String>,
+    /// Who gave each approval on record, so a report can say who let a
+    /// side effect happen even when the log is not kept in memory.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub approved_by: BTreeMap<StepId, String>,
     /// Approvals asked for and not yet given: step -> requested hash.
     pub pending_approvals: BTreeMap<StepId, String>,
     /// A plan version waiting for a person's review.
@@ -631,10 +635,13 @@ impl RunState {
                     .insert(step.clone(), args_hash.clone());
             }
             EventKind::ApprovalGranted {
-                step, args_hash, ..
+                step,
+                args_hash,
+                by,
             } => {
                 self.pending_approvals.remove(step);
                 self.approvals.insert(step.clone(), args_hash.clone());
+                self.approved_by.insert(step.clone(), by.clone());
             }
             EventKind::ApprovalDenied { step, reason, by } => {
                 self.pending_approvals.remove(step);

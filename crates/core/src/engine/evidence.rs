@@ -20,7 +20,9 @@ fn strings_in(value: &Value, out: &mut Vec<String>) {
             strings_in(v, out);
         }),
         Value::Number(n) => out.push(n.to_string()),
-        _ => {}
+        // A tool's `"written": true` is as quotable as its numbers.
+        Value::Bool(b) => out.push(b.to_string()),
+        Value::Null => {}
     }
 }
 

@@ -18,17 +18,18 @@ impl Run<'_> {
     }
 
     /// Records the report: evidence checked against step results, and every
-    /// open gap named. A report that cites no evidence is not an answer: the
-    /// run stops for review with it as the partial brief.
+    /// open gap named. A report that cites no evidence (or, with questions
+    /// open, only what side effects did) is not an answer: the run stops
+    /// for review with it as the partial brief.
     pub(super) async fn write_report(
         &mut self,
         report: crate::roles::Report,
         usage: crate::usage::Usage,
     ) -> NodeResult {
         let brief = self.vet_report(report).await?;
-        if brief.evidence.is_empty() {
+        if let Some(reason) = unanswered(&self.state, &brief) {
             return Ok(Next::Review(Box::new(Review {
-                reason: no_evidence_reason(&self.state, &brief),
+                reason,
                 partial: Some((brief, usage)),
                 ..Review::default()
             })));
@@ -145,6 +146,40 @@ impl Run<'_> {
     }
 }
 
+/// Why a vetted report is not an answer, if it is not. Any succeeded
+/// step's output is evidence, so a run that only acted is answered by what
+/// its steps returned; but what a side effect (a step with an approval on
+/// record) did answers no question, so while gaps are open a report citing
+/// only that is not an answer either.
+fn unanswered(state: &RunState, brief: &crate::event::Brief) -> Option<String> {
+    if brief.evidence.is_empty() {
+        return Some(no_evidence_reason(state, brief));
+    }
+    let only_actions = brief
+        .evidence
+        .iter()
+        .all(|e| state.approvals.contains_key(&e.step));
+    if !only_actions || state.knowledge_gaps.is_empty() {
+        return None;
+    }
+    let mut steps: Vec<&str> = brief.evidence.iter().map(|e| e.step.as_str()).collect();
+    steps.dedup();
+    Some(format!(
+        "the report cites no evidence for what the run asked: only what its side-effect steps did ({}){} — add sources that cover the goal, or narrow it",
+        steps.join(", "),
+        open_gaps(state)
+    ))
+}
+
+/// "; its open gap is listed", or nothing when none is open.
+fn open_gaps(state: &RunState) -> String {
+    match state.knowledge_gaps.len() {
+        0 => String::new(),
+        1 => "; its open gap is listed".to_owned(),
+        n => format!("; its {n} open gaps are listed"),
+    }
+}
+
 /// Why a report that cites nothing is not an answer, for the person reviewing it.
 fn no_evidence_reason(state: &RunState, brief: &crate::event::Brief) -> String {
     let why = if state.step_results.is_empty() {
@@ -158,11 +193,7 @@ fn no_evidence_reason(state: &RunState, brief: &crate::event::Brief) -> String {
     } else {
         "nothing the steps found supports it".to_owned()
     };
-    let listed = match state.knowledge_gaps.len() {
-        0 => String::new(),
-        1 => "; its open gap is listed".to_owned(),
-        n => format!("; its {n} open gaps are listed"),
-    };
+    let listed = open_gaps(state);
     format!(
         "the report cites no evidence: {why}{listed} — add sources that cover the goal, or narrow it"
     )

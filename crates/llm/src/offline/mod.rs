@@ -16,6 +16,7 @@
 //!   and [`OfflineSummarizer`] drive the ReAct strategies, and
 //!   [`OfflineRouter`] classifies goals (`router`).
 
+mod actions;
 mod actor;
 mod asked;
 mod assessor;

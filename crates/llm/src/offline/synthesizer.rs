@@ -14,6 +14,7 @@ use async_trait::async_trait;
 use stepwise_core::roles::{Reply, Report, RoleError, Synthesizer};
 use stepwise_core::{Evidence, RunState, StepId, StepStatus};
 
+use super::actions::tool_sections;
 use super::gap_for;
 use super::judge::{Lens, Rank};
 use super::relevance::Lexicon;
@@ -198,7 +199,7 @@ fn not_searched(state: &RunState, dimension: &str) -> String {
 }
 
 /// The gap of a report with no section and nothing cited.
-const NOTHING_CITABLE: &str = "nothing the steps returned could be cited: the offline synthesizer quotes the notes that search_notes and read_note steps return, and no such step found anything";
+const NOTHING_CITABLE: &str = "nothing the steps returned could be cited: no step found anything in the notes or returned a result to quote";
 
 #[async_trait]
 impl Synthesizer for OfflineSynthesizer {
@@ -237,6 +238,24 @@ impl Synthesizer for OfflineSynthesizer {
                     step: p.step,
                     quote: p.sentence,
                 });
+            }
+        }
+        let tools = tool_sections(state);
+        text.push_str(&tools.text);
+        evidence_list.extend(tools.evidence);
+        // A goal that asks something, with no step that looked into it, is
+        // not answered by what the run did.
+        // (A dimension no step searched is a gap of its own already.)
+        if state.goal.trim_end().ends_with(['?', '？'])
+            && !tools.answered
+            && sections(&lens, state).is_empty()
+        {
+            let gap = format!(
+                "Not searched (no step of the plan asked it): {}",
+                state.goal
+            );
+            if !own_gaps.contains(&gap) {
+                own_gaps.push(gap);
             }
         }
         let contradictions: Vec<_> = contradictions(state)
