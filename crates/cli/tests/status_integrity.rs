@@ -785,3 +785,48 @@ fn a_binary_or_non_utf8_note_is_skipped_and_reported_and_the_run_goes_on() {
         "skipped notes are not searched"
     );
 }
+
+#[test]
+fn a_resume_after_the_notes_changed_searches_the_gap_again_and_ends_ok() {
+    // The hint promises "change the notes"; resumed on new notes, the run
+    // must search what it lacked again, not only re-compare.
+    let dir = Dir::new("notes-changed");
+    let goal = "What does the snowplow contract cost per season?";
+    let first = run(&dir, goal, &["--run-id", "run_n", "--quiet"]);
+    assert_eq!(first.code, 3, "{}{}", first.stdout, first.stderr);
+    std::fs::write(
+        dir.path().join("notes/snowplow.md"),
+        "# Snowplow contract\n\nThe snowplow contract with Northside Clearing costs $12,400 per season.\n",
+    )
+    .unwrap();
+    let resumed = stepwise(&dir, &["resume", "run_n", "--quiet"]);
+    assert_eq!(resumed.code, 0, "{}{}", resumed.stdout, resumed.stderr);
+    assert!(
+        resumed
+            .stdout
+            .contains("costs $12,400 per season. [snowplow]"),
+        "{}",
+        resumed.stdout
+    );
+    let v = show(&dir, "run_n");
+    assert_eq!(v["status"], "ok");
+    assert!(
+        v["knowledge_gaps"].as_array().unwrap().is_empty(),
+        "{}",
+        v["knowledge_gaps"]
+    );
+    // The search that found nothing on the old notes is on record, and a
+    // new one ran on the new notes.
+    let searches: Vec<&Value> = v["plan"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["tool"] == "search_notes")
+        .collect();
+    assert!(searches.len() >= 2, "{searches:?}");
+    let resumed_event = events(&v)
+        .into_iter()
+        .find(|e| e["kind"] == "run_resumed")
+        .unwrap();
+    assert_eq!(resumed_event["sources_changed"], true, "{resumed_event}");
+}

@@ -122,6 +122,7 @@ pub(crate) mod tests {
         max_replans: None,
         max_steps: None,
         changed: Vec::new(),
+        sources_changed: false,
         host: serde_json::Value::Null,
     };
 

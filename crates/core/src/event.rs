@@ -460,6 +460,10 @@ pub enum EventKind {
         /// sources), as the resuming program saw it.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         changed: Vec<String>,
+        /// Whether the sources the run read (its notes) changed: what its
+        /// read-only steps returned is stale, and its gaps are searched again.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        sources_changed: bool,
         /// New settings of the program (replacing `run_started.host`), e.g. a
         /// new fingerprint of the notes it read; null keeps the old ones.
         #[serde(default, skip_serializing_if = "Value::is_null")]

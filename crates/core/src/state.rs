@@ -2,7 +2,7 @@
 //! changes only by [`RunState::apply`]ing events, so folding a run's log
 //! rebuilds it exactly.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -142,6 +142,10 @@ pub struct RunState {
     pub observations: Vec<String>,
     /// Missing evidence, open questions, unmet criteria. Never filled by a guess.
     pub knowledge_gaps: Vec<String>,
+    /// Read-only steps that succeeded before the sources changed (a resume
+    /// said so): what they returned came from sources since replaced.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub stale_steps: BTreeSet<StepId>,
     /// Every decision, in order.
     pub execution_history: Vec<Event>,
     /// Replans made.
@@ -666,8 +670,22 @@ impl RunState {
                 max_replans,
                 max_steps,
                 host,
+                sources_changed,
                 ..
             } => {
+                if *sources_changed {
+                    // Side effects (approved steps) are not repeated; reads are.
+                    let read: Vec<StepId> = self
+                        .plan
+                        .steps
+                        .iter()
+                        .filter(|s| {
+                            s.status == StepStatus::Succeeded && !self.approvals.contains_key(&s.id)
+                        })
+                        .map(|s| s.id.clone())
+                        .collect();
+                    self.stale_steps.extend(read);
+                }
                 self.status = RunStatus::Running;
                 self.blocked_reason = None;
                 self.repair_count = 0;
@@ -990,6 +1008,7 @@ mod tests {
                 max_replans: Some(2),
                 max_steps: None,
                 changed: vec!["max_replans raised from 1 to 2".into()],
+                sources_changed: false,
                 host: serde_json::json!({"notes": "/n"}),
             },
         ))

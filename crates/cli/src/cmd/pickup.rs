@@ -57,6 +57,8 @@ pub(crate) fn pickup(
         },
         max_replans: resume.max_replans,
         max_steps: resume.max_steps,
+        // The only change the host sees is its notes.
+        sources_changed: !changed.is_empty(),
         changed,
         host: new_host,
     };

@@ -79,6 +79,8 @@ pub(crate) fn resume(args: &ResumeArgs, db_flag: Option<&PathBuf>) -> CliResult 
             by: db::person(),
             max_replans: args.max_replans,
             max_steps: args.max_steps,
+            // The only change the host sees is its notes.
+            sources_changed: !changed.is_empty(),
             changed,
             host: new_host,
         };

@@ -375,6 +375,8 @@ impl Launcher for ServeLauncher {
             by: resume.by.clone(),
             max_replans: resume.max_replans,
             max_steps: resume.max_steps,
+            // The only change the host sees is its notes.
+            sources_changed: !changed.is_empty(),
             changed,
             host: new_host,
         };

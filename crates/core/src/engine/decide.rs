@@ -188,9 +188,18 @@ pub(crate) fn standing(state: &RunState) -> Standing {
 /// Where a resumed plan goes once its in-flight steps are reconciled:
 /// outcomes to assess first, then the decision held (see
 /// [`Cursor`](crate::cursor::Cursor)), else on with the plan.
-pub(crate) fn after_resume(state: &RunState, busy: bool) -> Command {
+pub(crate) fn after_resume(state: &RunState, busy: bool, sources_changed: bool) -> Command {
     if busy {
         return Command::go(Node::ExecuteStep);
+    }
+    // New sources may answer what the old ones did not: a replan searches
+    // the gaps again (within the replan bound, as any replan).
+    if sources_changed && !state.knowledge_gaps.is_empty() {
+        return on_held(
+            state,
+            Verdict::Replan,
+            "the sources changed since the run stopped: its gaps are searched again",
+        );
     }
     match state.cursor.held() {
         Some((verdict, reason)) => on_held(state, verdict, reason),
@@ -986,13 +995,54 @@ mod tests {
     #[test]
     fn a_resumed_plan_assesses_first_then_takes_the_held_decision() {
         let mut s = two_steps();
-        assert_eq!(after_resume(&s, false), Command::go(Node::SelectNextStep));
-        s.cursor.apply(&assessed(Verdict::Replan, "gap"), None);
-        assert_eq!(after_resume(&s, true), Command::go(Node::ExecuteStep));
         assert_eq!(
-            after_resume(&s, false),
+            after_resume(&s, false, false),
+            Command::go(Node::SelectNextStep)
+        );
+        s.cursor.apply(&assessed(Verdict::Replan, "gap"), None);
+        assert_eq!(
+            after_resume(&s, true, false),
+            Command::go(Node::ExecuteStep)
+        );
+        assert_eq!(
+            after_resume(&s, false, false),
             Command::go(Next::Replan("gap".into()))
         );
+    }
+
+    #[test]
+    fn a_resume_on_changed_sources_searches_the_gaps_again() {
+        let mut s = two_steps();
+        s.cursor
+            .apply(&assessed(Verdict::NeedsReview, "no evidence"), None);
+        // Unchanged sources: the held decision stands.
+        assert_eq!(
+            after_resume(&s, false, false),
+            Command::go(Review::because("no evidence"))
+        );
+        // Changed sources but no gap: nothing to search again.
+        assert_eq!(
+            after_resume(&s, false, true),
+            Command::go(Review::because("no evidence"))
+        );
+        s.knowledge_gaps
+            .push("No evidence in the notes for: cost".into());
+        assert!(matches!(
+            after_resume(&s, false, true),
+            Command {
+                then: Next::Replan(_),
+                ..
+            }
+        ));
+        // Past the replan bound it stops, as any replan does.
+        s.replan_count = s.max_replans;
+        assert!(!matches!(
+            after_resume(&s, false, true),
+            Command {
+                then: Next::Replan(_),
+                ..
+            }
+        ));
     }
 
     #[test]

@@ -37,6 +37,9 @@ pub struct ResumeOptions {
     /// What changed outside the log since the run stopped, as the resuming
     /// program sees it (e.g. "the notes in DIR changed"); recorded.
     pub changed: Vec<String>,
+    /// Whether the sources the run reads (its notes) changed since it
+    /// stopped: its gaps are then searched again.
+    pub sources_changed: bool,
     /// The program's new settings, replacing `run_started.host` (e.g. with
     /// a new fingerprint of its sources); null keeps the old ones.
     pub host: serde_json::Value,
@@ -129,12 +132,13 @@ impl Engine {
             max_replans: options.max_replans,
             max_steps: options.max_steps,
             changed,
+            sources_changed: options.sources_changed,
             host: options.host,
         })
         .await?;
         // The fold of run_resumed set where the graph stands; put what was
         // in flight back on track, then continue.
-        let next = match run.recover().await {
+        let next = match run.recover(options.sources_changed).await {
             Ok(next) => next,
             Err(Halt::Engine(e)) => return Err(e),
             Err(Halt::Role(error)) => {
@@ -186,7 +190,7 @@ fn unassessed(state: &RunState) -> Vec<(StepId, StepOutcome)> {
 impl Run<'_> {
     /// Puts steps that were in flight back on track and returns where the
     /// graph goes on, as the folded state says (see [`decide::standing`]).
-    async fn recover(&mut self) -> NodeResult {
+    async fn recover(&mut self, sources_changed: bool) -> NodeResult {
         match decide::standing(&self.state) {
             Standing::At(node) => Ok(node.into()),
             Standing::React => {
@@ -228,7 +232,7 @@ impl Run<'_> {
             Standing::Plan => {
                 self.recovered = unassessed(&self.state).into();
                 self.reconcile_in_flight().await?;
-                let command = decide::after_resume(&self.state, self.busy());
+                let command = decide::after_resume(&self.state, self.busy(), sources_changed);
                 self.perform(command).await
             }
         }

@@ -124,7 +124,8 @@ impl Reformulator {
             .plan
             .steps
             .iter()
-            .filter(|s| s.description == step.description)
+            // A query run on sources since replaced is not tried on these.
+            .filter(|s| s.description == step.description && !state.stale_steps.contains(&s.id))
             .map(query_of)
             .collect();
         let lens = Lens::new(&self.lexicon, state);
