@@ -1631,3 +1631,13 @@ fn honest_briefs_on_the_bathvan_ko_corpus() {
 fn honest_briefs_on_the_messenger_ko_corpus() {
     check_corpus("messenger-ko");
 }
+
+#[test]
+fn honest_briefs_on_the_sequencing_en_corpus() {
+    check_corpus("sequencing-en");
+}
+
+#[test]
+fn honest_briefs_on_the_audioguide_ko_corpus() {
+    check_corpus("audioguide-ko");
+}
