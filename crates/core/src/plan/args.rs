@@ -379,6 +379,15 @@ pub fn resolve_value(
     resolve_value_in(value, outputs)
 }
 
+/// [`resolve_value`] against a run's step results, as the engine resolves
+/// arguments before a call (no copy of the outputs).
+pub fn resolve_value_of(
+    value: &Value,
+    results: &BTreeMap<StepId, crate::decision::StepResult>,
+) -> Result<Value, ResolveError> {
+    resolve_value_in(value, results)
+}
+
 /// [`resolve_value`] against any [`Outputs`].
 pub(crate) fn resolve_value_in<O: Outputs + ?Sized>(
     value: &Value,

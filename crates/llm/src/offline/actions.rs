@@ -4,12 +4,11 @@
 //! made — the steps with an approval on record — as actions, with their
 //! arguments and who approved them.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use serde_json::Value;
-use stepwise_core::plan::args::resolve_value;
-use stepwise_core::{Evidence, RunState, Step, StepId, StepStatus};
+use stepwise_core::plan::args::resolve_value_of;
+use stepwise_core::{Evidence, RunState, Step, StepStatus};
 
 /// Tools whose results the brief reads as notes, not as tool results.
 const NOTE_TOOLS: [&str; 3] = ["search_notes", "read_note", "compare_results"];
@@ -96,12 +95,7 @@ pub(super) fn tool_sections(state: &RunState) -> ToolSections {
 /// A step's arguments as it ran (references resolved), compact and cut.
 fn arguments(state: &RunState, step: &Step) -> String {
     let args = Value::Object(step.args.clone());
-    let outputs: BTreeMap<StepId, Value> = state
-        .step_results
-        .iter()
-        .map(|(id, r)| (id.clone(), r.output.clone()))
-        .collect();
-    let resolved = resolve_value(&args, &outputs).unwrap_or(args);
+    let resolved = resolve_value_of(&args, &state.step_results).unwrap_or(args);
     match resolved {
         Value::Object(map) if !map.is_empty() => map
             .iter()

@@ -213,7 +213,9 @@ impl Synthesizer for OfflineSynthesizer {
         let mut cited: BTreeMap<String, String> = BTreeMap::new();
         let mut own_gaps: Vec<String> = Vec::new();
         let limit = sentences_per_section(state);
-        for section in sections(&lens, state) {
+        let sections = sections(&lens, state);
+        let no_section = sections.is_empty();
+        for section in sections {
             let _ = write!(text, "\n## {}\n\n", section.heading);
             let Some(question) = section.question else {
                 let gap = not_searched(state, &section.heading);
@@ -246,14 +248,8 @@ impl Synthesizer for OfflineSynthesizer {
         // A goal that asks something, with no step that looked into it, is
         // not answered by what the run did.
         // (A dimension no step searched is a gap of its own already.)
-        if state.goal.trim_end().ends_with(['?', '？'])
-            && !tools.answered
-            && sections(&lens, state).is_empty()
-        {
-            let gap = format!(
-                "Not searched (no step of the plan asked it): {}",
-                state.goal
-            );
+        if state.goal.trim_end().ends_with(['?', '？']) && !tools.answered && no_section {
+            let gap = not_searched(state, &state.goal);
             if !own_gaps.contains(&gap) {
                 own_gaps.push(gap);
             }
