@@ -1,7 +1,7 @@
 //! Typed acceptance criteria (seed 003: criteria are data the executor
 //! checks): the engine judges a step whose criteria are all typed checks
 //! without asking the assessor; a check that does not hold is a gap the run
-//! replans for; free-text criteria still go to the assessor (`auto`), or are
+//! replans for, closed when the replan's step meets it; free-text criteria still go to the assessor (`auto`), or are
 //! named as not judged (`rules`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -77,9 +77,28 @@ async fn a_check_that_does_not_hold_is_a_gap_and_the_run_replans() {
     assert_eq!(state.status, RunStatus::Ok);
     assert_eq!(h.assessor.calls(), 0);
     assert_eq!(state.replan_count, 1);
-    assert_eq!(state.knowledge_gaps.len(), 1, "{:?}", state.knowledge_gaps);
+    // a's check named the gap; a2's same check held and closed it.
+    let (named, resolved): (Vec<&String>, Vec<&String>) = state
+        .execution_history
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Assessed {
+                new_gaps,
+                resolved_gaps,
+                ..
+            } => Some((new_gaps, resolved_gaps)),
+            _ => None,
+        })
+        .fold((Vec::new(), Vec::new()), |(mut n, mut r), (new, res)| {
+            n.extend(new);
+            r.extend(res);
+            (n, r)
+        });
+    assert_eq!(named.len(), 1, "{named:?}");
+    assert!(named[0].starts_with("a: ") && named[0].contains("fewer than 1"));
+    assert_eq!(resolved, named, "a2 resolves a's gap");
     assert!(
-        state.knowledge_gaps[0].contains("fewer than 1"),
+        state.knowledge_gaps.is_empty(),
         "{:?}",
         state.knowledge_gaps
     );

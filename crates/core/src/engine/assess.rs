@@ -20,7 +20,7 @@ impl Run<'_> {
             .index
             .find(&self.state.plan, &id)
             .ok_or_else(|| EngineError::Invariant(format!("assessing unknown step {id}")))?;
-        match decide::by_rules(step, &outcome, self.engine.config.assess) {
+        match decide::by_rules(&self.state, step, &outcome, self.engine.config.assess) {
             // Typed checks: the engine judges, no model is asked.
             Some(assessment) => {
                 self.record_assessment(&id, &outcome, assessment, Usage::default())

@@ -266,7 +266,14 @@ pub(crate) fn assess(
 /// with no model call. `None`: the assessor judges it. A failed step's
 /// criteria cannot hold: a gap, as the assessor would name it. Under
 /// `Rules`, text criteria are not judged, and the observation says so.
-pub(crate) fn by_rules(step: &Step, outcome: &StepOutcome, mode: AssessMode) -> Option<Assessment> {
+/// Checks that hold resolve the gaps the same checks named on an earlier
+/// step of the same tool (the step a replan retried): that gap is closed.
+pub(crate) fn by_rules(
+    state: &RunState,
+    step: &Step,
+    outcome: &StepOutcome,
+    mode: AssessMode,
+) -> Option<Assessment> {
     let typed = all_typed(&step.acceptance_criteria);
     let checks: Vec<&Check> = match (mode, typed) {
         (AssessMode::Model, _) | (AssessMode::Auto, None) => return None,
@@ -307,6 +314,9 @@ pub(crate) fn by_rules(step: &Step, outcome: &StepOutcome, mode: AssessMode) -> 
         let listed: Vec<String> = checks.iter().map(ToString::to_string).collect();
         format!("checked by the engine: {}", listed.join("; "))
     });
+    if !checks.is_empty() {
+        assessment.resolved_gaps = retried_gaps(state, step);
+    }
     if unjudged > 0 {
         // Not judged is not met: say so rather than claim it.
         assessment.acceptance_met = false;
@@ -316,6 +326,26 @@ pub(crate) fn by_rules(step: &Step, outcome: &StepOutcome, mode: AssessMode) -> 
         ));
     }
     Some(assessment)
+}
+
+/// The open gaps the engine named for earlier steps that ran `step`'s tool
+/// under the same criteria ("a: results has fewer than 1 item(s)").
+fn retried_gaps(state: &RunState, step: &Step) -> Vec<String> {
+    state
+        .knowledge_gaps
+        .iter()
+        .filter(|gap| {
+            state.plan.steps.iter().any(|earlier| {
+                earlier.id != step.id
+                    && earlier.tool == step.tool
+                    && earlier.acceptance_criteria == step.acceptance_criteria
+                    && gap
+                        .strip_prefix(earlier.id.as_str())
+                        .is_some_and(|rest| rest.starts_with(": "))
+            })
+        })
+        .cloned()
+        .collect()
 }
 
 /// Whether a replan may go ahead.
