@@ -29,20 +29,6 @@ pub enum Cue {
     /// A word after (English) or before (Korean) which a goal lists its
     /// dimensions.
     List,
-    /// Next to a figure: a limit, not a value.
-    Bound,
-    /// Next to a figure: an approximate value.
-    Approx,
-    /// In a figure's clause: the kind of value (target, average, rise, …).
-    Qualifier,
-    /// Before a figure: who reported it; the words up to it are dropped.
-    Frame,
-    /// A clause that names a source, not what is measured.
-    Source,
-    /// A word that ends a clause as a comma does.
-    Clause,
-    /// A month's name: a period, not a subject.
-    Month,
 }
 
 /// One cue file.
@@ -56,23 +42,6 @@ struct CueFile {
     byline: Vec<String>,
     task: Vec<String>,
     list: Vec<String>,
-    #[serde(default)]
-    bound: Vec<String>,
-    #[serde(default)]
-    approx: Vec<String>,
-    #[serde(default)]
-    qualifier: Vec<String>,
-    #[serde(default)]
-    frame: Vec<String>,
-    #[serde(default)]
-    source: Vec<String>,
-    #[serde(default)]
-    clause: Vec<String>,
-    #[serde(default)]
-    month: Vec<String>,
-    /// Period → the words that name it (rates: "per month", 월).
-    #[serde(default)]
-    period: std::collections::BTreeMap<String, Vec<String>>,
 }
 
 /// One entry, analysed.
@@ -126,58 +95,22 @@ pub fn tokens(text: &str) -> Vec<Token> {
     out
 }
 
-/// The cue files, parsed once.
-fn files() -> &'static [CueFile] {
-    static FILES: OnceLock<Vec<CueFile>> = OnceLock::new();
-    FILES.get_or_init(|| {
-        [include_str!("cues-en.toml"), include_str!("cues-ko.toml")]
-            .into_iter()
-            // The files are part of the build; a malformed one is caught by
-            // the tests below, and reads as no cues rather than a panic.
-            .map(|source| toml::from_str(source).unwrap_or_default())
-            .collect()
-    })
-}
-
-/// The period a word (a stem) names in a rate ("monthly", 월 → `month`).
-pub fn period_of(word_stem: &str) -> Option<&'static str> {
-    files().iter().find_map(|file| {
-        file.period.iter().find_map(|(period, words)| {
-            words
-                .iter()
-                .any(|w| {
-                    let w = stem(w);
-                    if w.chars().any(is_hangul) {
-                        w == word_stem
-                    } else {
-                        w == stem(word_stem)
-                    }
-                })
-                .then_some(period.as_str())
-        })
-    })
-}
-
 fn entries() -> &'static [Entry] {
     static ENTRIES: OnceLock<Vec<Entry>> = OnceLock::new();
     ENTRIES.get_or_init(|| {
         let mut out = Vec::new();
-        for file in files() {
+        for source in [include_str!("cues-en.toml"), include_str!("cues-ko.toml")] {
+            // The files are part of the build; a malformed one is caught by
+            // the tests below, and reads as no cues rather than a panic.
+            let file: CueFile = toml::from_str(source).unwrap_or_default();
             let classes = [
-                (Cue::Deferral, &file.deferral),
-                (Cue::NoResult, &file.no_result),
-                (Cue::SelfExclusion, &file.self_exclusion),
-                (Cue::SetAside, &file.set_aside),
-                (Cue::Byline, &file.byline),
-                (Cue::Task, &file.task),
-                (Cue::List, &file.list),
-                (Cue::Bound, &file.bound),
-                (Cue::Approx, &file.approx),
-                (Cue::Qualifier, &file.qualifier),
-                (Cue::Frame, &file.frame),
-                (Cue::Source, &file.source),
-                (Cue::Clause, &file.clause),
-                (Cue::Month, &file.month),
+                (Cue::Deferral, file.deferral),
+                (Cue::NoResult, file.no_result),
+                (Cue::SelfExclusion, file.self_exclusion),
+                (Cue::SetAside, file.set_aside),
+                (Cue::Byline, file.byline),
+                (Cue::Task, file.task),
+                (Cue::List, file.list),
             ];
             for (cue, phrases) in classes {
                 for p in phrases {
@@ -219,7 +152,7 @@ pub fn find(text: &str, cue: Cue) -> Vec<(usize, usize)> {
 }
 
 /// The spans of cues of any class in `cues`, over `text`'s tokens.
-pub fn spans(text: &str, toks: &[Token], cues: &[Cue]) -> Vec<(usize, usize)> {
+fn spans(text: &str, toks: &[Token], cues: &[Cue]) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
     for e in entries().iter().filter(|e| cues.contains(&e.cue)) {
         let n = e.words.len();
