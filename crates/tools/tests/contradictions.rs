@@ -511,3 +511,81 @@ fn the_korean_demo_corpus_has_one_contradiction_the_planted_one() {
     );
     assert!(found[0].term.ends_with("(%)"), "{}", found[0].term);
 }
+/// The labelled corpora of the honest-briefs suite (`crates/cli/tests/fixtures/honest`).
+fn labelled_corpora() -> Vec<std::path::PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../cli/tests/fixtures/honest");
+    let mut dirs: Vec<_> = std::fs::read_dir(&root)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.join("labels.toml").is_file())
+        .collect();
+    dirs.sort();
+    dirs
+}
+
+/// Every labelled corpus compared whole (every passage of every note at
+/// once, a harder test than a run's search results): each reported pair
+/// of notes is the planted contradiction or spurious. Prints one line per
+/// corpus; asserts the measured totals as floors.
+#[test]
+fn every_labelled_corpus_compared_whole() {
+    #[derive(serde::Deserialize)]
+    struct Planted {
+        notes: [String; 2],
+    }
+    #[derive(serde::Deserialize)]
+    struct Labels {
+        #[serde(default)]
+        contradiction: Vec<Planted>,
+    }
+    let (mut real, mut planted, mut spurious) = (0, 0, 0);
+    let mut lines = Vec::new();
+    for dir in labelled_corpora() {
+        let labels: Labels =
+            toml::from_str(&std::fs::read_to_string(dir.join("labels.toml")).unwrap()).unwrap();
+        let corpus = Corpus::load(dir.join("notes")).unwrap().corpus;
+        let found = compare(&[everything(&corpus)]).contradictions;
+        let mut hit = 0;
+        let mut wrong = Vec::new();
+        for c in &found {
+            let mut ids = notes_of(c);
+            ids.sort_unstable();
+            let is_planted = labels.contradiction.iter().any(|p| {
+                let mut want = [p.notes[0].as_str(), p.notes[1].as_str()];
+                want.sort_unstable();
+                ids == want
+            });
+            if is_planted {
+                hit += 1;
+            } else {
+                wrong.push(format!(
+                    "    {} | {}",
+                    c.term,
+                    c.claims
+                        .iter()
+                        .map(|cl| format!("[{}] {}", cl.note_id, cl.sentence))
+                        .collect::<Vec<_>>()
+                        .join(" // ")
+                ));
+            }
+        }
+        let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+        lines.push(format!(
+            "{name}: planted {}/{} spurious {}",
+            hit.min(labels.contradiction.len()),
+            labels.contradiction.len(),
+            wrong.len()
+        ));
+        lines.extend(wrong.iter().cloned());
+        real += hit.min(labels.contradiction.len());
+        planted += labels.contradiction.len();
+        spurious += wrong.len();
+    }
+    eprintln!(
+        "{}\nplanted found {real}/{planted}, spurious {spurious}",
+        lines.join("\n")
+    );
+    // Measured 2026-12-07 on this reader: 5 of 62 planted found, 4 spurious.
+    assert!(real >= 5, "planted found {real} < 5");
+    assert!(spurious <= 4, "spurious {spurious} > 4");
+}
