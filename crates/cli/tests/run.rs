@@ -284,6 +284,30 @@ fn the_readme_demo_shows_a_replan_a_contradiction_and_a_named_gap() {
         out.stdout.contains("[metrics-review-july] says")
             && out.stdout.contains("[pilot-results-q2] says")
     );
+    // Figures side by side: each row's value is written in a sentence the
+    // same section cites, from the note the row names.
+    let latency = out
+        .stdout
+        .split("\n## ")
+        .find(|s| s.starts_with("latency"))
+        .unwrap();
+    let rows: Vec<Vec<&str>> = latency
+        .lines()
+        .skip_while(|l| !l.starts_with("| Subject | Measured | Value | Source |"))
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| l.trim_matches('|').split(" | ").map(str::trim).collect())
+        .collect();
+    assert!(rows.len() >= 2, "{latency}");
+    for row in &rows {
+        let (value, source) = (row[2], row[3]);
+        assert!(
+            latency
+                .lines()
+                .any(|l| l.starts_with("- ") && l.ends_with(source) && l.contains(value)),
+            "{row:?} not in a cited sentence of {source}:\n{latency}"
+        );
+    }
     // Named gap, never filled: no note covers team skills.
     assert!(
         out.stdout

@@ -2322,6 +2322,81 @@ pub fn compare(results: &[Value]) -> CompareResultsOutput {
     }
 }
 
+/// One figure of a cited sentence, for a brief's table of figures.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FigureRow {
+    /// Who or what it is about: the names the sentence gives, else its
+    /// note's title.
+    pub subject: String,
+    /// What it measures, in the sentence's words.
+    pub measured: String,
+    /// The value as written, with its unit and rate.
+    pub value: String,
+}
+
+/// The figures of one sentence of the note titled `title`, read as the
+/// contradictions are (bounds and ranges left out: they are no values).
+pub fn figure_rows(title: &str, sentence: &str) -> Vec<FigureRow> {
+    let vocabulary =
+        Vocabulary::of(std::iter::once(sentence)).with_companies([sentence, title].into_iter());
+    let s = statement("", title, sentence, &vocabulary);
+    let written = |from: usize, to: usize| {
+        let mut out = String::new();
+        for t in s.tokens.get(from..=to).unwrap_or_default() {
+            if !out.is_empty() && !t.glued {
+                out.push(' ');
+            }
+            out.push_str(&t.text);
+        }
+        out
+    };
+    // A figure ends at its unit, without the particle glued to it (원으로 → 원).
+    let value = |f: &Figure| {
+        let mut text = written(f.span.0, f.span.1.saturating_sub(1).max(f.span.0));
+        if f.span.1 > f.span.0 {
+            let last = s.tokens.get(f.span.1);
+            if last.is_some_and(|t| !t.glued) {
+                text.push(' ');
+            }
+            let word = last.map_or(String::new(), |t| t.text.clone());
+            text.push_str(&if hangul_word(&word) {
+                crate::notes::stem::counter(&word)
+            } else {
+                word
+            });
+        }
+        text
+    };
+    s.figures
+        .iter()
+        .filter(|f| !f.bound)
+        .map(|f| {
+            let mut at: Vec<usize> = f
+                .phrase
+                .iter()
+                .map(|w| w.at)
+                .filter(|j| !(f.span.0..=f.span.1).contains(j))
+                .collect();
+            at.sort_unstable();
+            at.dedup();
+            let measured: Vec<String> = at.iter().map(|&j| written(j, j)).collect();
+            let names: Vec<&str> = f.entities.values().map(String::as_str).collect();
+            let subject = if !names.is_empty() {
+                names.join(", ")
+            } else if let Some(k) = &f.subject {
+                k.clone()
+            } else {
+                title.to_owned()
+            };
+            FigureRow {
+                subject,
+                measured: measured.join(" "),
+                value: value(f),
+            }
+        })
+        .collect()
+}
+
 /// Contradictions between statements of different notes, strongest first.
 fn contradictions(statements: &[Statement]) -> Vec<Contradiction> {
     let mut found: Vec<(usize, Contradiction)> = Vec::new();
@@ -2419,6 +2494,19 @@ mod tests {
             .into_iter()
             .map(|f| (f.value, f.unit.key))
             .collect()
+    }
+
+    #[test]
+    fn figure_rows_give_subject_measure_and_value_as_written() {
+        let rows = figure_rows(
+            "Civiqa quote",
+            "Civiqa's annual subscription is $9,840 a year, and onboarding takes 3 weeks.",
+        );
+        let values: Vec<&str> = rows.iter().map(|r| r.value.as_str()).collect();
+        assert_eq!(values, ["$9,840 a year", "3 weeks"], "{rows:?}");
+        assert!(rows[0].measured.contains("subscription"), "{rows:?}");
+        // A bound is no value.
+        assert!(figure_rows("t", "Latency must stay under 4 seconds.").is_empty());
     }
 
     #[test]

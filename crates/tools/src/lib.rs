@@ -13,7 +13,9 @@ pub mod text;
 pub mod tools;
 pub mod write_file;
 
-pub use compare::{CompareResults, CompareResultsArgs, CompareResultsOutput};
+pub use compare::{
+    CompareResults, CompareResultsArgs, CompareResultsOutput, FigureRow, figure_rows,
+};
 pub use notes::{Corpus, CorpusError, LoadedCorpus, Note, SearchHit, SkipReason, SkippedFile};
 pub use tools::{
     ReadNote, ReadNoteArgs, ReadNoteOutput, SearchNotes, SearchNotesArgs, SearchNotesOutput,

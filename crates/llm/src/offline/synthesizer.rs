@@ -230,6 +230,7 @@ impl Synthesizer for OfflineSynthesizer {
                 own_gaps.push(gap_for(&question));
                 continue;
             }
+            let table = figures_table(state, &picks);
             for p in picks {
                 let _ = writeln!(text, "- {} [{}]", p.sentence, p.note_id);
                 cited
@@ -241,6 +242,7 @@ impl Synthesizer for OfflineSynthesizer {
                     quote: p.sentence,
                 });
             }
+            text.push_str(&table);
         }
         let tools = tool_sections(state);
         text.push_str(&tools.text);
@@ -338,6 +340,34 @@ fn ordered_gaps(state: &RunState) -> Vec<&String> {
     let mut gaps: Vec<&String> = state.knowledge_gaps.iter().collect();
     gaps.sort_by_key(|g| position(g));
     gaps
+}
+
+/// The figures of a section's cited sentences side by side (subject, what
+/// is measured, value, source), so alternatives compare at a glance; empty
+/// with fewer than two figures.
+fn figures_table(state: &RunState, picks: &[Pick]) -> String {
+    let mut rows = Vec::new();
+    for p in picks {
+        let title = title_of(state, &p.note_id);
+        for r in stepwise_tools::figure_rows(&title, &p.sentence) {
+            rows.push((r, &p.note_id));
+        }
+    }
+    if rows.len() < 2 {
+        return String::new();
+    }
+    let cell = |s: &str| s.replace('|', "/");
+    let mut out = String::from("\n| Subject | Measured | Value | Source |\n|---|---|---|---|\n");
+    for (r, id) in rows {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | [{id}] |",
+            cell(&r.subject),
+            cell(&r.measured),
+            cell(&r.value)
+        );
+    }
+    out
 }
 
 /// A note's title, as the search results gave it.

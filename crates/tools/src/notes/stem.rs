@@ -106,12 +106,24 @@ pub fn is_hangul(c: char) -> bool {
 
 /// A Hangul word without its trailing particles and endings.
 fn strip_hangul(word: &str) -> String {
+    strip_hangul_to(word, MIN_HANGUL_SYLLABLES)
+}
+
+/// A Korean counter glued to a number without its particles and endings,
+/// down to one syllable (원으로 → 원, 건에서 → 건, 개월이며 → 개월).
+pub fn counter(word: &str) -> String {
+    strip_hangul_to(word, 1)
+}
+
+/// A Hangul word without the particles and endings after its first `min`
+/// syllables.
+fn strip_hangul_to(word: &str, min: usize) -> String {
     let mut word = word.to_owned();
     // Endings stack ("보안팀에서는" = 보안팀 + 에서 + 는): strip a few times.
     for _ in 0..3 {
         let Some(ending) = HANGUL_ENDINGS.iter().find(|e| {
             word.strip_suffix(**e)
-                .is_some_and(|rest| rest.chars().count() >= MIN_HANGUL_SYLLABLES)
+                .is_some_and(|rest| rest.chars().count() >= min)
         }) else {
             break;
         };
