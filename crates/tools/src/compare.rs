@@ -51,6 +51,12 @@ use stepwise_core::{Effects, Tool, ToolContext, ToolError};
 use crate::notes::sentences;
 use crate::notes::stem::{is_hangul, mentions, stem, words};
 use crate::notes::tokenize::{is_cjk, is_stop_word};
+use crate::text::figure_words::{FigureWords, figure_words};
+
+/// The figure reader's words (`text/figures-*.toml`).
+fn fw() -> &'static FigureWords {
+    figure_words()
+}
 
 /// Most contradictions reported.
 const MAX_CONTRADICTIONS: usize = 5;
@@ -130,159 +136,12 @@ struct SearchOutput {
 // Word lists. Lowercase; Korean entries are stems (particles stripped).
 // ---------------------------------------------------------------------------
 
-/// Words that end a clause like a comma does: what follows them is another
-/// claim ("41% …, against a target of 30%"; "A 는 …, 반면 B 는 …").
-const CLAUSE_WORDS: &str = "against although but compared though unlike versus vs whereas while \
-                            반면 반면에";
-
-/// Qualifiers that make a figure a different attribute from a plain level,
-/// by class. Two figures are compared only with equal sets of classes: a
-/// maximum is not a measured rate, a target is not a result, a change
-/// ("rose 12%", "58 percent less") is not a level.
-const QUALIFIERS: &[&str] = &[
-    "max: maximum max peak peaks highest ceiling limit limits cap capped capacity",
-    "min: minimum lowest floor",
-    "target: target targets targeted goal goals aim objective sla slo",
-    "budget: budget budgets budgeted allowance allocated allocation",
-    "projected: projected projection projections estimate estimated estimates expected expect \
-     expects forecast forecasts predicted planned anticipated assumed assuming hypothetical \
-     potential",
-    "load: load stress benchmark benchmarks benchmarked synthetic simulated simulation",
-    "mean: average averaged avg mean typical typically",
-    "median: median p50",
-    "p90: p90",
-    "p95: p95",
-    "p99: p99",
-    "before: previously previous prior old older legacy baseline former formerly original \
-     originally initial initially before",
-    "new: new newer upgraded",
-    "one-off: upfront",
-    "up: increase increased increases increasing rise rises rose risen rising grew grow grows \
-     growth grown gain gains gained jump jumped climb climbed boost boosted improve improved \
-     improves improvement raise raised doubled tripled surged higher more up",
-    "down: decrease decreased decreases decline declined declines fall falls fell fallen drop \
-     drops dropped reduce reduces reduced reduction cut cuts lower lowered less fewer down save \
-     saves saved saving savings shrank slashed halved cheaper",
-    "change: faster slower shorter longer better worse bigger smaller larger change changed \
-     difference",
-];
-
-/// Korean qualifier roots, by class, matched at the start of a word's stem.
-const KOREAN_QUALIFIERS: &[&str] = &[
-    "max: 최대 최고 피크 상한 한도 만점",
-    "min: 최소 최저 하한",
-    "target: 목표",
-    "budget: 예산",
-    "projected: 예상 추정 전망 예측 예정 계획 추산",
-    "load: 부하 벤치마크 스트레스",
-    "mean: 평균 월평균 연평균 일평균",
-    "median: 중앙값",
-    "before: 이전 기존 종전 과거",
-    "new: 신규 새로운",
-    "up: 증가 늘 상승 올랐 올라 오른 향상 개선 인상 높아 높였",
-    "down: 감소 줄 하락 내렸 내려 절감 단축 낮아 낮췄 떨어 인하 절약 적게",
-    "change: 변화 차이",
-];
-
 /// Settings a figure may be measured in, by class; like periods, they may be
 /// named on one side only, never differently on both.
 const SETTINGS: &[&str] = &[
     "pilot: pilot pilots trial 파일럿 시범",
     "production: production prod",
     "staging: staging",
-];
-
-/// Words right before a figure that make it approximate.
-const APPROX_BEFORE: &str = "about around roughly approximately approx nearly almost some circa \
-                             약 대략 거의";
-
-/// Korean words (or endings) right after a figure that make it approximate.
-const APPROX_AFTER: &str = "정도 가량 안팎 내외 쯤 남짓 여";
-
-/// Words right before a figure that make it a bound, not a value.
-const BOUND_BEFORE: &str = "under below over above within beyond exceed exceeds exceeded \
-                            exceeding least most than inside outside upto";
-
-/// Words after a figure that make it a bound ("30 or more").
-const BOUND_AFTER: &str = "more less fewer higher lower above below";
-
-/// Korean endings or words after a figure that make it a bound
-/// (`이하` at most, `이상` at least, `보다` than, `까지` up to, `안에` within).
-const KOREAN_BOUNDS: &str = "이하 이상 미만 초과 이내 넘 보다 까지 안에 안으로 안이 내로 내에 아래";
-
-/// Words that say little about what a figure measures.
-const FILLER: &str = "about also only just still even already each every all any both other \
-                      another same such very some around roughly overall total respectively much \
-                      many lot us he she his her here now per via out after during since across \
-                      between being headline reached reaches showed shows found measured \
-                      recorded reported came comes stood totalled totaled amounted got would \
-                      could might should";
-
-/// Korean words that say little about what a figure measures, matched at
-/// the start of a stem: copulas ("였다"), reporting verbs ("집계했다",
-/// "말했다"), comparison connectives ("비교해", "대비").
-const KOREAN_FILLER: &str = "다시 모두 기준 였 이었 이다 이며 이고 집계 측정 기록 확인 나타났 \
-                             비교 비해 대비 말했 밝혔 전했 답했 설명 보였";
-
-/// English number words (the value is the position), for shares
-/// ("Nineteen of the 24 agents") and horizons ("three-year", "two years").
-const NUMBER_WORDS: &str = "zero one two three four five six seven eight nine ten eleven twelve \
-                            thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty";
-
-/// Ordinal words (the value is the position plus one): "the first year".
-const ORDINAL_WORDS: &str = "first second third fourth fifth";
-
-/// Month names (the month is the position plus one).
-const MONTHS: &str = "january february march april may june july august september october \
-                      november december";
-
-/// Capitalised words that are not names of a subject.
-const NOT_ENTITIES: &str = "i monday tuesday wednesday thursday friday saturday sunday usd krw \
-                            eur gbp sla slo ok";
-
-/// Units of time, by key. English words are matched lowercased.
-const TIME_UNITS: &[&str] = &[
-    "ms: ms msec millisecond milliseconds",
-    "second: s sec secs second seconds",
-    "minute: min mins minute minutes",
-    "hour: h hr hrs hour hours",
-    "day: day days",
-    "week: week weeks wk",
-    "month: month months mo",
-    "quarter: quarter quarters",
-    "year: year years yr yrs",
-];
-
-/// Other units of measure, by key; one-letter ones only glued ("60W").
-const MEASURES: &[&str] = &[
-    "kb: kb",
-    "mb: mb",
-    "gb: gb",
-    "tb: tb",
-    "wh: wh",
-    "kwh: kwh",
-    "mwh: mwh",
-    "gwh: gwh",
-    "w: w watt watts",
-    "kw: kw kilowatt kilowatts",
-    "lumen: lm lumen lumens",
-    "lux: lux",
-    "kelvin: kelvin",
-    "km: km kilometre kilometres kilometer kilometers",
-    "kg: kg kilogram kilograms",
-    "tonne: tonne tonnes",
-    "mbps: mbps",
-    "gbps: gbps",
-    "messag: msg msgs",
-    "request: req reqs",
-];
-
-/// Currency words and codes after (or, as codes, before) a number, by symbol.
-const CURRENCY_WORDS: &[&str] = &[
-    "$: dollar dollars usd",
-    "₩: won krw",
-    "€: euro euros eur",
-    "£: gbp",
 ];
 
 /// Scale words after a number: "$1.2 million", "10k".
@@ -296,56 +155,8 @@ const SCALES: &[(&str, f64)] = &[
     ("bn", 1e9),
 ];
 
-/// Korean units written after a number, longest first where one is the
-/// start of another: `(prefix, key)`.
-const KOREAN_UNITS: &[(&str, &str)] = &[
-    ("퍼센트", "%"),
-    ("프로", "%"),
-    ("포인트", "pp"),
-    ("달러", "$"),
-    ("유로", "€"),
-    ("원", "₩"),
-    ("시간", "hour"),
-    ("개월", "month"),
-    ("초", "second"),
-    ("분", "minute"),
-    ("일", "day"),
-    ("주", "week"),
-    ("년", "year"),
-    ("건", "건"),
-    ("명", "명"),
-    ("개", "개"),
-    ("점", "점"),
-    ("배", "times"),
-    ("회", "회"),
-    ("번", "회"),
-    ("대", "대"),
-    ("곳", "곳"),
-    ("토큰", "토큰"),
-];
-
 /// Korean scales glued to a number: "320만", "1억".
 const KOREAN_SCALES: &[(char, f64)] = &[('천', 1e3), ('만', 1e4), ('억', 1e8), ('조', 1e12)];
-
-/// Korean words right before a figure that make it a rate ("월 150만 원"),
-/// by period.
-const KOREAN_RATES: &[&str] = &[
-    "month: 월 매월 매달 월간 월평균",
-    "year: 연 연간 매년 연평균",
-    "day: 하루 일일 매일 일평균",
-    "week: 매주 주간",
-];
-
-/// English adjectives that make a nearby figure a rate ("monthly cost"), by
-/// period.
-const RATE_ADJECTIVES: &[&str] = &[
-    "month: monthly",
-    "year: annual annually yearly",
-    "day: daily",
-    "week: weekly",
-    "hour: hourly",
-    "quarter: quarterly",
-];
 
 /// Content words nearest a figure that make up its measured phrase.
 const PHRASE_WORDS: usize = 5;
@@ -419,13 +230,13 @@ fn class_where(groups: &[&'static str], hit: impl Fn(&str) -> bool) -> Option<&'
 
 /// The value of an English number word: "three" → 3.
 fn number_word(word: &str) -> Option<u32> {
-    let n = list(NUMBER_WORDS).position(|w| w == word)?;
+    let n = list(fw().number_words).position(|w| w == word)?;
     u32::try_from(n).ok()
 }
 
 /// The value of an English ordinal word: "third" → 3.
 fn ordinal_word(word: &str) -> Option<u32> {
-    let n = list(ORDINAL_WORDS).position(|w| w == word)?;
+    let n = list(fw().ordinal_words).position(|w| w == word)?;
     u32::try_from(n + 1).ok()
 }
 
@@ -442,7 +253,7 @@ enum Kind {
     Word,
     Number(f64),
     Symbol(char),
-    /// Ends a clause: punctuation, or a word of [`CLAUSE_WORDS`].
+    /// Ends a clause: punctuation, or a word of the clause words (figures-*.toml).
     Break(char),
 }
 
@@ -533,7 +344,7 @@ fn lex(sentence: &str) -> Vec<Token> {
         };
         let text: String = chars[start..i].iter().collect();
         let lower = text.to_lowercase();
-        let kind = if kind == Kind::Word && listed(CLAUSE_WORDS, &lower) {
+        let kind = if kind == Kind::Word && listed(fw().clause_words, &lower) {
             Kind::Break(',')
         } else {
             kind
@@ -599,7 +410,7 @@ enum Marker {
     Period(String),
     /// A setting: pilot, production.
     Setting(&'static str),
-    /// A qualifier class from [`QUALIFIERS`].
+    /// A qualifier class from the qualifiers (figures-*.toml).
     Qualifier(&'static str),
     /// A rate: "monthly" → `month`.
     Rate(&'static str),
@@ -778,7 +589,7 @@ fn horizon_unit(tokens: &[Token], i: usize) -> Option<&'static str> {
         return tokens
             .get(i + 2)
             .filter(|u| u.glued)
-            .and_then(|u| class_of(TIME_UNITS, &u.lower))
+            .and_then(|u| class_of(&fw().time_units, &u.lower))
             .filter(long);
     }
     let before = i.checked_sub(1).and_then(|j| tokens.get(j))?;
@@ -787,7 +598,7 @@ fn horizon_unit(tokens: &[Token], i: usize) -> Option<&'static str> {
     }
     tokens
         .get(i + 1)
-        .and_then(|u| class_of(TIME_UNITS, &u.lower))
+        .and_then(|u| class_of(&fw().time_units, &u.lower))
         .filter(long)
 }
 
@@ -812,10 +623,10 @@ fn word_period(tokens: &[Token], i: usize) -> Option<(String, usize)> {
     let next_unit = |skip: usize| {
         tokens
             .get(i + 1 + skip)
-            .and_then(|n| class_of(TIME_UNITS, &n.lower))
+            .and_then(|n| class_of(&fw().time_units, &n.lower))
             .filter(|u| matches!(*u, "year" | "month" | "quarter" | "week"))
     };
-    if let Some(m) = list(MONTHS).position(|m| m == w)
+    if let Some(m) = list(fw().months).position(|m| m == w)
         && (w != "may" || (t.text == "May" && !t.initial))
     {
         return Some((format!("m{}", m + 1), 1));
@@ -888,27 +699,28 @@ fn word_marker_uncached(w: &str) -> Option<Marker> {
         if s == "더" {
             return Some(Marker::Qualifier("change"));
         }
-        if let Some(class) = class_by_prefix(KOREAN_QUALIFIERS, &s) {
+        if let Some(class) = class_by_prefix(&fw().korean_qualifiers, &s) {
             return Some(Marker::Qualifier(class));
         }
         if let Some(setting) = class_by_prefix(SETTINGS, &s) {
             return Some(Marker::Setting(setting));
         }
-        let silent = list(KOREAN_FILLER).any(|f| s.starts_with(f)) || listed(APPROX_BEFORE, &s);
+        let silent =
+            list(fw().korean_filler).any(|f| s.starts_with(f)) || listed(fw().approx_before, &s);
         return silent.then_some(Marker::Silent);
     }
-    if let Some(class) = class_of(QUALIFIERS, w) {
+    if let Some(class) = class_of(&fw().qualifiers, w) {
         return Some(Marker::Qualifier(class));
     }
     if let Some(setting) = class_of(SETTINGS, w) {
         return Some(Marker::Setting(setting));
     }
-    if let Some(rate) = class_of(RATE_ADJECTIVES, w) {
+    if let Some(rate) = class_of(&fw().rate_adjectives, w) {
         return Some(Marker::Rate(rate));
     }
-    let silent = listed(FILLER, w)
-        || listed(APPROX_BEFORE, w)
-        || listed(BOUND_BEFORE, w)
+    let silent = listed(fw().filler, w)
+        || listed(fw().approx_before, w)
+        || listed(fw().bound_before, w)
         || number_word(w).is_some()
         || ordinal_word(w).is_some();
     silent.then_some(Marker::Silent)
@@ -1078,14 +890,15 @@ fn read_figure(tokens: &[Token], i: usize) -> Option<Reading> {
     let before = i.checked_sub(1).and_then(|j| tokens.get(j));
     // A day of a month ("2 March", "March 26") dates something; it
     // measures nothing ("Date: 2 March 2026" against "Date: 26 March").
-    let month =
-        |t: Option<&Token>| t.is_some_and(|t| t.kind == Kind::Word && listed(MONTHS, &t.lower));
+    let month = |t: Option<&Token>| {
+        t.is_some_and(|t| t.kind == Kind::Word && listed(fw().months, &t.lower))
+    };
     if month(before) || month(tokens.get(i + 1)) {
         return None;
     }
     let currency = before.and_then(|b| match b.kind {
         Kind::Symbol(c @ ('$' | '€' | '£' | '₩')) => Some(c.to_string()),
-        Kind::Word => class_of(CURRENCY_WORDS, &b.lower)
+        Kind::Word => class_of(&fw().currency_words, &b.lower)
             .filter(|_| b.text.chars().all(|c| c.is_ascii_uppercase()))
             .map(str::to_owned),
         _ => None,
@@ -1106,7 +919,7 @@ fn read_figure(tokens: &[Token], i: usize) -> Option<Reading> {
         .collect();
     let approx_before = before
         .iter()
-        .any(|t| listed(APPROX_BEFORE, &t.lower) || t.kind == Kind::Symbol('~'));
+        .any(|t| listed(fw().approx_before, &t.lower) || t.kind == Kind::Symbol('~'));
     Some(Reading {
         at: i,
         start,
@@ -1123,7 +936,7 @@ fn read_figure(tokens: &[Token], i: usize) -> Option<Reading> {
 /// bound rather than a value: "under 4 minutes", "at least 30%", "up to
 /// 50,000", "more than 2", "< 5 ms", "30+", "30 or more".
 fn is_bound(tokens: &[Token], before: &[&Token], end: usize) -> bool {
-    let word_before = before.iter().any(|t| listed(BOUND_BEFORE, &t.lower));
+    let word_before = before.iter().any(|t| listed(fw().bound_before, &t.lower));
     let up_to = before
         .windows(2)
         .any(|w| w[0].is_word("up") && w[1].is_word("to"));
@@ -1135,7 +948,7 @@ fn is_bound(tokens: &[Token], before: &[&Token], end: usize) -> bool {
     let or_more = after.is_some_and(|t| t.is_word("or") || t.is_word("and"))
         && tokens
             .get(end + 2)
-            .is_some_and(|t| listed(BOUND_AFTER, &t.lower));
+            .is_some_and(|t| listed(fw().bound_after, &t.lower));
     word_before || up_to || sign || plus || or_more
 }
 
@@ -1209,14 +1022,14 @@ fn unit_after(
         ("times", _) | ("x", _) => (Unit::new("times", "times"), 1),
         ("of", _) => return share_after(tokens, at + 1, value, used),
         _ => {
-            let unit = class_of(TIME_UNITS, w).or_else(|| class_of(MEASURES, w));
+            let unit = class_of(&fw().time_units, w).or_else(|| class_of(&fw().measures, w));
             // A one-letter unit glued ("1.2s") or alone before a break ("1.2 s.").
             let alone = tokens
                 .get(at + 2)
                 .is_none_or(|t| matches!(t.kind, Kind::Break(_)));
             if let Some(key) = unit.filter(|_| next.glued || alone || w.len() > 1) {
                 (Unit::new(key, w), 1)
-            } else if let Some(c) = class_of(CURRENCY_WORDS, w) {
+            } else if let Some(c) = class_of(&fw().currency_words, w) {
                 (Unit::new(c, c), 1)
             } else if matches!(w, "st" | "nd" | "rd" | "th") || next.glued {
                 return None;
@@ -1322,7 +1135,10 @@ fn korean_unit(
             used.insert(end);
         }
     }
-    let (prefix, key) = KOREAN_UNITS.iter().find(|(p, _)| rest.starts_with(p))?;
+    let (prefix, key) = fw()
+        .korean_units
+        .iter()
+        .find(|(p, _)| rest.starts_with(p))?;
     // 24명 중 15명
     let whole = (i >= 3)
         .then(|| tokens.get(i - 1))
@@ -1388,7 +1204,7 @@ fn rate_of(
 /// "a"/"each"), only a time unit.
 fn rate_words(tokens: &[Token], from: usize, time_only: bool) -> Option<((String, String), usize)> {
     let first = tokens.get(from).filter(|t| t.kind == Kind::Word)?;
-    if let Some(key) = class_of(TIME_UNITS, &first.lower) {
+    if let Some(key) = class_of(&fw().time_units, &first.lower) {
         return Some(((key.to_owned(), key.to_owned()), from));
     }
     if time_only {
@@ -1437,17 +1253,17 @@ fn korean_rate(
     let mut j = start.checked_sub(1)?;
     while tokens
         .get(j)
-        .is_some_and(|t| listed(APPROX_BEFORE, &t.lower))
+        .is_some_and(|t| listed(fw().approx_before, &t.lower))
     {
         j = j.checked_sub(1)?;
     }
     let t = tokens.get(j).filter(|t| hangul_word(&t.lower))?;
     let w = t.lower.as_str();
-    let rate = if let Some(key) = class_of(KOREAN_RATES, w) {
+    let rate = if let Some(key) = class_of(&fw().korean_rates, w) {
         (key.to_owned(), key.to_owned())
     } else {
         let per = w.strip_suffix('당').filter(|p| !p.is_empty())?;
-        let key = lookup(KOREAN_UNITS, per).unwrap_or(per);
+        let key = lookup(&fw().korean_units, per).unwrap_or(per);
         (key.to_owned(), per.to_owned())
     };
     used.insert(j);
@@ -1465,15 +1281,16 @@ fn korean_tail(tokens: &[Token], end: usize, used: &mut BTreeSet<usize>) -> (boo
     let unit_word = tokens.get(end).filter(|t| hangul_word(&t.lower));
     let unit_rest = unit_word.map(|t| {
         let w = t.lower.as_str();
-        KOREAN_UNITS
+        fw().korean_units
             .iter()
             .find_map(|(p, _)| w.strip_prefix(p))
             .unwrap_or("")
     });
     let mut check = |s: &str| {
         // One-syllable "여" ("10여 건") only alone: "여유", "여러" are words.
-        approx |= list(APPROX_AFTER).any(|a| s == a || (a.chars().count() > 1 && s.starts_with(a)));
-        bound |= list(KOREAN_BOUNDS).any(|b| s.starts_with(b)) || s == "안" || s == "내";
+        approx |=
+            list(fw().approx_after).any(|a| s == a || (a.chars().count() > 1 && s.starts_with(a)));
+        bound |= list(fw().korean_bounds).any(|b| s.starts_with(b)) || s == "안" || s == "내";
     };
     if let Some(rest) = unit_rest {
         check(rest);
@@ -1654,8 +1471,8 @@ fn named_in(title: &str, vocabulary: &Vocabulary) -> BTreeSet<String> {
             if lower.chars().all(char::is_alphanumeric)
                 && !vocabulary.lowercase.contains(&lower)
                 && !is_stop_word(&lower)
-                && !listed(NOT_ENTITIES, &lower)
-                && !listed(MONTHS, &lower)
+                && !listed(fw().not_entities, &lower)
+                && !listed(fw().months, &lower)
             {
                 named.insert(lower);
             }
@@ -1969,7 +1786,7 @@ fn content_stem(t: &Token) -> Option<String> {
     if t.kind != Kind::Word {
         return None;
     }
-    words(&t.text).into_iter().find(|s| !listed(FILLER, s))
+    words(&t.text).into_iter().find(|s| !listed(fw().filler, s))
 }
 
 /// The content words of `positions` nearest the figure, at most
@@ -2030,7 +1847,7 @@ fn entity_of(
     if !first_upper && !inner_upper {
         return None;
     }
-    if listed(NOT_ENTITIES, &t.lower) || listed(MONTHS, &t.lower) {
+    if listed(fw().not_entities, &t.lower) || listed(fw().months, &t.lower) {
         return None;
     }
     let name = inner_upper || (first_upper && digit) || !t.initial || {
@@ -2045,25 +1862,19 @@ fn entity_of(
     name.then(|| (t.lower.clone(), t.text.clone()))
 }
 
-/// Nouns of organisations and places: the word before one names which
-/// ("서울 지점", "부산 공장"), and a compound ending in one is a name
-/// ("고객지원팀", "서울지점").
-const KOREAN_ORG_NOUNS: &str = "지점 지사 본사 공장 센터 창고 매장 점포 법인 사업부 본부 캠퍼스 \
-                                병원 학교 팀";
-
 /// A Korean name at `j` (Hangul has no capitals): a compound ending in an
 /// organisation noun with at least two syllables before it ("고객지원팀"),
 /// or the word right before a separate organisation noun ("서울 지점").
 fn korean_entity(tokens: &[Token], j: usize) -> Option<String> {
     let s = stem(&tokens.get(j)?.lower);
-    let compound = list(KOREAN_ORG_NOUNS).any(|o| {
+    let compound = list(fw().korean_org_nouns).any(|o| {
         s.strip_suffix(o)
             .is_some_and(|rest| rest.chars().count() >= 2)
     });
     let before_org = tokens
         .get(j + 1)
         .filter(|n| !n.glued && n.kind == Kind::Word)
-        .is_some_and(|n| listed(KOREAN_ORG_NOUNS, &stem(&n.lower)));
+        .is_some_and(|n| listed(fw().korean_org_nouns, &stem(&n.lower)));
     (compound || before_org).then_some(s)
 }
 

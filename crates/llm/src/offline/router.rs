@@ -16,24 +16,10 @@ use stepwise_core::roles::Router;
 use stepwise_core::roles::{Reply, RoleError};
 use stepwise_core::tool::ToolSpec;
 
-use super::planner::sub_questions;
+use stepwise_tools::text::Cue;
+use stepwise_tools::text::cues;
 
-/// Phrases that make a goal exploratory: what to do next is known only
-/// once a result is in (lowercase).
-const EXPLORATORY: &[&str] = &[
-    "explore",
-    "investigate",
-    "dig into",
-    "find out why",
-    "depending on",
-    "depends on what",
-    "follow up on",
-    "follow the trail",
-    "whatever turns up",
-    "탐색",
-    "조사해",
-    "따라가",
-];
+use super::planner::sub_questions;
 
 /// Answers the router's questions without a model.
 #[derive(Debug, Clone, Copy, Default)]
@@ -48,7 +34,12 @@ pub(crate) fn answers(goal: &Goal, tools: &[ToolSpec]) -> Routing {
         .map(|t| t.name.as_str())
         .filter(|name| text.contains(name) || text.contains(&name.replace('_', " ")))
         .collect();
-    if let Some(cue) = EXPLORATORY.iter().find(|c| text.contains(*c)) {
+    let exploratory = cues::find(&goal.goal, Cue::Exploratory);
+    if let Some(cue) = exploratory
+        .first()
+        .and_then(|&(s, e)| goal.goal.get(s..e))
+        .map(str::to_lowercase)
+    {
         return Routing {
             steps_known_up_front: false,
             three_or_more_steps: parts > 1,

@@ -29,6 +29,8 @@ pub enum Cue {
     /// A word after (English) or before (Korean) which a goal lists its
     /// dimensions.
     List,
+    /// A goal whose next step depends on what the last one found.
+    Exploratory,
 }
 
 /// One cue file.
@@ -42,6 +44,8 @@ struct CueFile {
     byline: Vec<String>,
     task: Vec<String>,
     list: Vec<String>,
+    #[serde(default)]
+    exploratory: Vec<String>,
 }
 
 /// One entry, analysed.
@@ -111,6 +115,7 @@ fn entries() -> &'static [Entry] {
                 (Cue::Byline, file.byline),
                 (Cue::Task, file.task),
                 (Cue::List, file.list),
+                (Cue::Exploratory, file.exploratory),
             ];
             for (cue, phrases) in classes {
                 for p in phrases {

@@ -16,6 +16,7 @@
 //!   a goal lists what it asks.
 
 pub mod cues;
+pub mod figure_words;
 
 pub use crate::notes::passages::sentences;
 pub use crate::notes::stem::{is_hangul, mentions, same_stem, stem, words};
