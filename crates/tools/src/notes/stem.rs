@@ -27,65 +27,7 @@ use std::sync::OnceLock;
 use rust_stemmers::{Algorithm, Stemmer};
 
 use super::tokenize::{for_each_piece, is_stop_word};
-
-/// Endings a stem may gain without changing what the word is about
-/// (after Snowball has removed inflections): comply → compli*anc*e,
-/// pay → pay*ment*, train → train*er*, reduce → reduc*t*ion.
-const DERIVATIONAL_TAILS: &[&str] = &[
-    "abl", "al", "anc", "ant", "at", "ation", "enc", "ent", "er", "ibl", "ic", "ical", "ion",
-    "ism", "ist", "iti", "ive", "ment", "ness", "or", "t", "ur",
-];
-
-/// Korean particles and endings stripped from the end of a Hangul word,
-/// longest first so `에서는` goes before `는`. 도 and 만 are left alone: too
-/// many nouns end in them (만족도, 속도, 정도).
-const HANGUL_ENDINGS: &[&str] = &[
-    "에서는",
-    "으로는",
-    "이었다",
-    "이라는",
-    "에게서",
-    "했으며",
-    "하였다",
-    "되었다",
-    "입니다",
-    "에서",
-    "에게",
-    "으로",
-    "부터",
-    "까지",
-    "처럼",
-    "보다",
-    "이며",
-    "이고",
-    "이나",
-    "이다",
-    "였다",
-    "했다",
-    "한다",
-    "하는",
-    "하고",
-    "하며",
-    "하여",
-    "해야",
-    "되는",
-    "된다",
-    "됐다",
-    "라는",
-    "에는",
-    "과",
-    "와",
-    "이",
-    "가",
-    "은",
-    "는",
-    "을",
-    "를",
-    "의",
-    "에",
-    "로",
-    "며",
-];
+use crate::text::words::text_words;
 
 /// Snowball stems of -ity nouns that another, unrelated word shares
 /// (integr-ate, author, univers-e, grav-e).
@@ -121,8 +63,8 @@ fn strip_hangul_to(word: &str, min: usize) -> String {
     let mut word = word.to_owned();
     // Endings stack ("보안팀에서는" = 보안팀 + 에서 + 는): strip a few times.
     for _ in 0..3 {
-        let Some(ending) = HANGUL_ENDINGS.iter().find(|e| {
-            word.strip_suffix(**e)
+        let Some(ending) = text_words().endings.iter().find(|e| {
+            word.strip_suffix(e.as_str())
                 .is_some_and(|rest| rest.chars().count() >= min)
         }) else {
             break;
@@ -211,7 +153,7 @@ pub fn same_stem(a: &str, b: &str) -> bool {
         return false;
     }
     if let Some(tail) = long.strip_prefix(short) {
-        return DERIVATIONAL_TAILS.contains(&tail);
+        return text_words().derivational_tails.iter().any(|t| t == tail);
     }
     // Siblings: complian|c|e / complian|t, both one ending from `compli`.
     if root(a) == root(b) && root(a).len() < a.len().max(b.len()) {
@@ -229,9 +171,10 @@ pub fn same_stem(a: &str, b: &str) -> bool {
 /// A stem without its longest derivational ending, if at least
 /// [`MIN_ROOT`] letters remain.
 fn root(stem: &str) -> &str {
-    DERIVATIONAL_TAILS
+    text_words()
+        .derivational_tails
         .iter()
-        .filter_map(|t| stem.strip_suffix(t))
+        .filter_map(|t| stem.strip_suffix(t.as_str()))
         .filter(|r| r.len() >= MIN_ROOT)
         .min_by_key(|r| r.len())
         .unwrap_or(stem)
@@ -240,22 +183,14 @@ fn root(stem: &str) -> &str {
 /// Letters a [`root`] keeps at least.
 const MIN_ROOT: usize = 5;
 
-/// Nouns that may follow a Korean term inside one compound word without
-/// changing what it is about: 보안팀 is about 보안, 운영비용 about 비용 (the
-/// term last), but 안전재고 (safety stock) is about 재고, not 안전.
-const HANGUL_COMPOUND_TAILS: &[&str] = &[
-    "팀", "적", "상", "면", "성", "부", "실", "사고", "점검", "정책", "교육", "규정", "수준",
-    "관리", "담당", "위협", "검토", "문제", "항목", "조사", "점수", "비용",
-];
-
 /// Whether a Hangul word mentions a Korean term: it is the term, ends with
 /// it (the compound's head), or is the term followed by one of
-/// [`HANGUL_COMPOUND_TAILS`].
+/// the compound tails of `text/words-ko.toml`.
 fn hangul_mentions(word: &str, term: &str) -> bool {
     word.ends_with(term)
-        || word
-            .strip_prefix(term)
-            .is_some_and(|rest| rest.is_empty() || HANGUL_COMPOUND_TAILS.contains(&rest))
+        || word.strip_prefix(term).is_some_and(|rest| {
+            rest.is_empty() || text_words().compound_tails.iter().any(|t| t == rest)
+        })
 }
 
 /// Whether `term` (a stem) is mentioned by one of `words` (stems): a

@@ -15,49 +15,15 @@
 
 use std::borrow::Cow;
 
-/// English words too common to help ranking. Sorted, for binary search.
-const STOP_WORDS: &[&str] = &[
-    "a", "an", "and", "are", "as", "at", "be", "been", "but", "by", "can", "do", "does", "for",
-    "from", "had", "has", "have", "how", "i", "if", "in", "into", "is", "it", "its", "me", "my",
-    "no", "not", "of", "on", "or", "our", "so", "than", "that", "the", "their", "them", "then",
-    "there", "these", "they", "this", "those", "to", "was", "we", "were", "what", "when", "where",
-    "which", "who", "why", "will", "with", "you", "your",
-];
+use crate::text::words::{key, text_words};
 
-/// The longest word on [`STOP_WORDS`], in bytes.
-const LONGEST_STOP_WORD: usize = 5;
-
-/// Whether `word` (already lowercased) is on the English stop-word list.
+/// Whether `word` (already lowercased) is on the English stop-word list
+/// (`text/words-en.toml`).
 pub fn is_stop_word(word: &str) -> bool {
     // Asked of every word of a corpus: most are longer than any stop word,
     // and the rest are compared as numbers, not strings.
-    word.len() <= LONGEST_STOP_WORD && STOP_KEYS.binary_search(&key(word.as_bytes())).is_ok()
-}
-
-/// [`STOP_WORDS`] as [`key`]s, in the same (sorted) order.
-const STOP_KEYS: [u64; STOP_WORDS.len()] = {
-    let mut keys = [0; STOP_WORDS.len()];
-    let mut i = 0;
-    while i < STOP_WORDS.len() {
-        keys[i] = key(STOP_WORDS[i].as_bytes());
-        i += 1;
-    }
-    keys
-};
-
-/// A word of at most eight bytes as a number that sorts as the word does
-/// (big-endian, zero-padded: no word holds a zero byte).
-const fn key(word: &[u8]) -> u64 {
-    let mut out = 0;
-    let mut i = 0;
-    while i < 8 {
-        out <<= 8;
-        if i < word.len() {
-            out |= word[i] as u64;
-        }
-        i += 1;
-    }
-    out
+    let w = text_words();
+    word.len() <= w.longest_stop_word && w.stop_keys.binary_search(&key(word.as_bytes())).is_ok()
 }
 
 /// Whether `c` belongs to a script that is tokenised into character bigrams:
@@ -187,16 +153,17 @@ mod tests {
 
     #[test]
     fn stop_words_are_sorted_and_unique() {
-        assert!(STOP_WORDS.windows(2).all(|w| w[0] < w[1]));
-        assert_eq!(
-            STOP_WORDS.iter().map(|w| w.len()).max(),
-            Some(LONGEST_STOP_WORD)
-        );
+        let w = text_words();
+        assert!(w.stop_words.windows(2).all(|p| p[0] < p[1]));
         // `is_stop_word` compares keys: they must sort as the words do.
-        assert!(STOP_KEYS.windows(2).all(|k| k[0] < k[1]));
-        assert!(STOP_WORDS.iter().all(|w| is_stop_word(w)));
-        for word in ["", "ab", "thee", "with7", "costs", "t", "z"] {
-            assert_eq!(is_stop_word(word), STOP_WORDS.contains(&word), "{word}");
+        assert!(w.stop_keys.windows(2).all(|k| k[0] < k[1]));
+        assert!(w.stop_words.iter().all(|s| is_stop_word(s)));
+        for word in ["", "ab", "thee", "with7", "costs", "t", "z", "the", "which"] {
+            assert_eq!(
+                is_stop_word(word),
+                w.stop_words.iter().any(|s| s == word),
+                "{word}"
+            );
         }
     }
 

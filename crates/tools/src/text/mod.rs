@@ -17,6 +17,7 @@
 
 pub mod cues;
 pub mod figure_words;
+pub mod words;
 
 pub use crate::notes::passages::sentences;
 pub use crate::notes::stem::{is_hangul, mentions, same_stem, stem, words};
