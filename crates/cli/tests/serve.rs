@@ -2043,3 +2043,96 @@ async fn on_postgres_max_queued_bounds_the_workers_queue() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     server.submit(ACME, run_body("tiny")).await;
 }
+
+/// Every run id the tenant's list holds (one page of up to 200).
+async fn listed_ids(server: &Server, token: &str) -> BTreeSet<String> {
+    let page = server.get("/v1/runs?limit=200", token).await;
+    assert_eq!(page.status, 200, "{page:?}");
+    page.body["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["run_id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// 30 concurrent submits past `max_queued` on SQLite: each refusal is
+/// `503 queue_full` with `Retry-After` and records nothing; each accepted
+/// run is listed and finishes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_submit_records_nothing_and_says_when_to_retry() {
+    let site = Site::new(
+        "queue-full",
+        "[serve.limits]\nmax_running = 1\nmax_queued = 3\n",
+    );
+    let server = Arc::new(site.serve(&[("STEPWISE_TOOL_DELAY_MS", "300")]));
+    let before = listed_ids(&server, ACME).await;
+    let mut tasks = Vec::new();
+    for _ in 0..30 {
+        let server = Arc::clone(&server);
+        tasks.push(tokio::spawn(async move {
+            server.post("/v1/runs", ACME, run_body("tiny")).await
+        }));
+    }
+    let mut accepted = BTreeSet::new();
+    let mut refused = 0;
+    for task in tasks {
+        let answer = task.await.unwrap();
+        match answer.status {
+            202 => {
+                accepted.insert(answer.body["run_id"].as_str().unwrap().to_owned());
+            }
+            503 => {
+                assert_eq!(answer.code(), "queue_full", "{answer:?}");
+                assert_eq!(answer.headers["retry-after"], "5", "{answer:?}");
+                refused += 1;
+            }
+            other => panic!("{other}: {answer:?}"),
+        }
+    }
+    assert!(refused > 0, "30 submits past max_queued = 3: none refused");
+    assert_eq!(accepted.len() + refused, 30);
+    let after = listed_ids(&server, ACME).await;
+    let new: BTreeSet<String> = after.difference(&before).cloned().collect();
+    assert_eq!(new, accepted, "the list grew by the accepted runs only");
+    for run in &accepted {
+        let done = server
+            .wait_for(ACME, run, &["ok", "needs_review", "failed"])
+            .await;
+        assert_eq!(done["status"], "ok", "{done}");
+    }
+}
+
+/// A crash with runs queued behind `max_running`: after the restart (with
+/// a smaller queue, even) every accepted run finishes, queued ones included.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_queued_when_the_server_crashed_all_finish_after_the_restart() {
+    let site = Site::new(
+        "queued-crash",
+        "[serve.limits]\nmax_running = 1\nmax_queued = 2\n",
+    );
+    let mut server = site.serve(&[("STEPWISE_TOOL_DELAY_MS", "1500")]);
+    let mut runs = Vec::new();
+    for _ in 0..3 {
+        runs.push(server.submit(ACME, run_body("tiny")).await);
+    }
+    let mut stream = server.stream(ACME, &runs[0], None).await;
+    stream.until("step_started").await;
+    server.kill();
+    // Restarted with a smaller queue: runs it had accepted are not refused.
+    let toml = site.path().join("stepwise.toml");
+    let text = std::fs::read_to_string(&toml).unwrap();
+    std::fs::write(&toml, text.replace("max_queued = 2", "max_queued = 1")).unwrap();
+    let server = site.serve(&[]);
+    for run in &runs {
+        let done = server
+            .wait_for(ACME, run, &["ok", "needs_review", "failed"])
+            .await;
+        assert_eq!(done["status"], "ok", "{run}: {done}");
+    }
+    assert!(
+        server.stderr().contains("resuming 3 run(s)"),
+        "{}",
+        server.stderr()
+    );
+}

@@ -555,7 +555,7 @@ async fn submit(
         ));
     }
     // Before the run is recorded, so a refused submit leaves nothing behind.
-    shared.queue_room().await?;
+    let slot = shared.reserve().await?;
     let run_id = RunId::generate();
     shared
         .launcher
@@ -579,7 +579,7 @@ async fn submit(
         })
         .await?;
     shared.remember(&run_id, Some(tenant.0));
-    shared.submit(run_id.clone(), None).await?;
+    shared.submit_new(run_id.clone(), slot).await?;
     Ok(submitted(&run_id, ApiStatus::Queued))
 }
 

@@ -84,6 +84,15 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
+    /// The `Retry-After` (seconds) a refusal for want of room is sent with.
+    pub fn retry_after(self) -> Option<&'static str> {
+        match self {
+            Self::QueueFull | Self::TooManyStreams => Some("5"),
+            Self::ShuttingDown => Some("30"),
+            _ => None,
+        }
+    }
+
     /// The HTTP status it is sent with.
     pub fn status(self) -> StatusCode {
         use ErrorCode::*;
@@ -206,6 +215,12 @@ impl IntoResponse for ApiError {
                 header::WWW_AUTHENTICATE,
                 HeaderValue::from_static("Bearer realm=\"stepwise\""),
             );
+        }
+        // A refusal for want of room says when to try again.
+        if let Some(seconds) = self.code.retry_after() {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static(seconds));
         }
         response
     }

@@ -40,6 +40,9 @@ pub(crate) struct Jobs {
     permits: Arc<Semaphore>,
     entries: Mutex<HashMap<RunId, Entry>>,
     max_queued: usize,
+    /// Queue places held for runs being recorded ([`Slot`]); changed only
+    /// with `entries` locked, so a check and its reservation are one step.
+    reserved: AtomicUsize,
     closed: AtomicBool,
     tasks: AtomicUsize,
     idle: Notify,
@@ -51,6 +54,33 @@ impl std::fmt::Debug for Jobs {
             .field("tasks", &self.tasks.load(Ordering::Relaxed))
             .finish_non_exhaustive()
     }
+}
+
+/// A place in the queue, held while a new run is recorded: a submit past
+/// `max_queued` is refused before anything is written. Given back when
+/// dropped unused (the run could not be recorded).
+pub(crate) struct Slot {
+    jobs: Arc<Jobs>,
+    used: bool,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        if !self.used {
+            let _entries = self.jobs.lock();
+            self.jobs.reserved.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+/// How a run is let into the queue.
+pub(crate) enum Admit {
+    /// Within `max_queued`: a resume or another change to a recorded run.
+    Queue,
+    /// In the place reserved for it when it was recorded.
+    Reserved(Slot),
+    /// Without a limit: a run this server had accepted before it stopped.
+    Recovered,
 }
 
 /// Removes an `Acting` claim when dropped.
@@ -75,6 +105,7 @@ impl Jobs {
             permits: Arc::new(Semaphore::new(max_running)),
             entries: Mutex::new(HashMap::new()),
             max_queued,
+            reserved: AtomicUsize::new(0),
             closed: AtomicBool::new(false),
             tasks: AtomicUsize::new(0),
             idle: Notify::new(),
@@ -149,11 +180,31 @@ impl Jobs {
 
     /// Queues work on `run` (a fresh run, a client's resume, or a run to
     /// continue after a restart).
+    /// Reserves a place in the queue for a run about to be recorded;
+    /// refused (`queue_full`) when the queue and the places already held
+    /// reach `max_queued`.
+    pub(crate) fn reserve(self: &Arc<Self>) -> Result<Slot, ApiError> {
+        let entries = self.lock();
+        if self.is_closed() {
+            return Err(shutting_down());
+        }
+        let queued = queued(&entries) + self.reserved.load(Ordering::SeqCst);
+        if queued >= self.max_queued {
+            return Err(queue_full(queued));
+        }
+        self.reserved.fetch_add(1, Ordering::SeqCst);
+        Ok(Slot {
+            jobs: Arc::clone(self),
+            used: false,
+        })
+    }
+
     pub(crate) fn submit(
         self: &Arc<Self>,
         shared: &Arc<Shared>,
         run: RunId,
         resume: Option<Resume>,
+        admit: Admit,
     ) -> Result<(), ApiError> {
         let mut entries = self.lock();
         if self.is_closed() {
@@ -162,15 +213,19 @@ impl Jobs {
         if let Some(e) = entries.get(&run) {
             return Err(busy(&run, e.phase));
         }
-        let queued = entries
-            .values()
-            .filter(|e| e.phase == Phase::Queued)
-            .count();
-        if queued >= self.max_queued {
-            return Err(ApiError::new(
-                ErrorCode::QueueFull,
-                format!("{queued} runs are already waiting for a slot; try again later"),
-            ));
+        match admit {
+            Admit::Queue => {
+                let queued = queued(&entries) + self.reserved.load(Ordering::SeqCst);
+                if queued >= self.max_queued {
+                    return Err(queue_full(queued));
+                }
+            }
+            Admit::Reserved(mut slot) => {
+                // Its place becomes the entry below, in this one step.
+                slot.used = true;
+                self.reserved.fetch_sub(1, Ordering::SeqCst);
+            }
+            Admit::Recovered => {}
         }
         let (stop_tx, stop) = StopSignal::new();
         let (done_tx, done) = watch::channel(false);
@@ -343,4 +398,20 @@ pub(crate) async fn cancel_at_rest(
     })
     .await?;
     Ok(state.status)
+}
+
+/// The runs waiting for a slot.
+fn queued(entries: &HashMap<RunId, Entry>) -> usize {
+    entries
+        .values()
+        .filter(|e| e.phase == Phase::Queued)
+        .count()
+}
+
+/// The refusal of a submit past `max_queued` (with `Retry-After`).
+fn queue_full(queued: usize) -> ApiError {
+    ApiError::new(
+        ErrorCode::QueueFull,
+        format!("{queued} runs are already waiting for a slot; try again later"),
+    )
 }

@@ -123,7 +123,7 @@ impl Shared {
     /// elsewhere work on the store's runs — in theirs.
     async fn submit(self: &Arc<Self>, run: RunId, resume: Option<Resume>) -> Result<(), ApiError> {
         if !self.launcher.delegates() {
-            return self.jobs.submit(self, run, resume);
+            return self.jobs.submit(self, run, resume, jobs::Admit::Queue);
         }
         if self.jobs.is_closed() {
             return Err(jobs::shutting_down());
@@ -132,6 +132,34 @@ impl Shared {
         self.launcher.enqueue(&run, resume).await?;
         self.hub.notify(&run, 0);
         Ok(())
+    }
+
+    /// Holds a place in the queue for a run about to be recorded, so a
+    /// submit past `max_queued` is refused before anything is written
+    /// (`None` when workers elsewhere take the runs: their queue is checked).
+    async fn reserve(self: &Arc<Self>) -> Result<Option<jobs::Slot>, ApiError> {
+        if self.launcher.delegates() {
+            if self.jobs.is_closed() {
+                return Err(jobs::shutting_down());
+            }
+            self.queue_room().await?;
+            return Ok(None);
+        }
+        self.jobs.reserve().map(Some)
+    }
+
+    /// Queues a run just recorded, in the place reserved for it.
+    async fn submit_new(
+        self: &Arc<Self>,
+        run: RunId,
+        slot: Option<jobs::Slot>,
+    ) -> Result<(), ApiError> {
+        match slot {
+            Some(slot) => self
+                .jobs
+                .submit(self, run, None, jobs::Admit::Reserved(slot)),
+            None => self.submit(run, None).await,
+        }
     }
 
     /// On PostgreSQL, `max_queued` bounds the workers' queue as it bounds
@@ -540,7 +568,7 @@ impl Server {
             if self
                 .shared
                 .jobs
-                .submit(&self.shared, s.run_id.clone(), None)
+                .submit(&self.shared, s.run_id.clone(), None, jobs::Admit::Recovered)
                 .is_ok()
             {
                 queued += 1;
