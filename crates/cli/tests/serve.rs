@@ -2136,3 +2136,55 @@ async fn runs_queued_when_the_server_crashed_all_finish_after_the_restart() {
         server.stderr()
     );
 }
+
+/// Requests a run could only fail on are refused up front, each `400`
+/// with a message naming the limit, and record nothing: a blank goal, a
+/// goal past `max_goal_bytes`, `max_steps` past the server's bound, a plan
+/// naming a tool the run cannot use.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_past_the_limits_are_refused_before_anything_is_recorded() {
+    let site = Site::new(
+        "limits",
+        "[serve.limits]\nmax_goal_bytes = 200\nmax_steps = 50\n",
+    );
+    let server = site.serve(&[]);
+    let before = listed_ids(&server, ACME).await;
+    let long = "Why? ".repeat(41);
+    let plan = json!({"steps": [{
+        "id": "s1", "description": "order", "tool": "shop.place_order",
+        "args": {}, "acceptance_criteria": ["an order id"]
+    }]});
+    for (body, says) in [
+        (json!({"goal": "", "notes": "tiny"}), "goal is empty"),
+        (json!({"goal": "   ", "notes": "tiny"}), "goal is empty"),
+        (json!({"goal": long, "notes": "tiny"}), "at most 200"),
+        (
+            json!({"goal": "What is the latency budget?", "notes": "tiny", "max_steps": 1_000_000}),
+            "between 1 and 50",
+        ),
+        (
+            json!({"goal": "What is the latency budget?", "notes": "tiny", "constraints": {"max_steps": 51}}),
+            "between 1 and 50",
+        ),
+        (
+            json!({"goal": "Place the order", "notes": "tiny", "plan": plan}),
+            "shop.place_order",
+        ),
+    ] {
+        let answer = server.post("/v1/runs", ACME, body.clone()).await;
+        assert_eq!(answer.status, 400, "{body}: {answer:?}");
+        assert_eq!(answer.code(), "invalid_request", "{body}: {answer:?}");
+        let message = answer.body["error"]["message"].as_str().unwrap();
+        assert!(message.contains(says), "{body}: {message}");
+    }
+    assert_eq!(listed_ids(&server, ACME).await, before, "nothing recorded");
+    // Within the limits, the same server takes the run.
+    let ok = server
+        .post(
+            "/v1/runs",
+            ACME,
+            json!({"goal": "What is the latency budget?", "notes": "tiny", "max_steps": 50}),
+        )
+        .await;
+    assert_eq!(ok.status, 202, "{ok:?}");
+}

@@ -505,6 +505,7 @@ async fn submit(
     if shared.jobs.is_closed() {
         return Err(shutting_down());
     }
+    check_goal(&req.goal, &shared.limits)?;
     let notes = shared.roots.notes(&req.notes)?;
     let workspace = req
         .workspace
@@ -532,12 +533,7 @@ async fn submit(
     if let Some(n) = req.max_replans {
         constraints.max_replans = Some(n);
     }
-    if constraints.max_steps == Some(0) {
-        return Err(ApiError::new(
-            ErrorCode::InvalidRequest,
-            "max_steps must be at least 1",
-        ));
-    }
+    check_max_steps(constraints.max_steps, &shared.limits)?;
     let model = shared.model(req.model.as_deref())?;
     let tool_set = req
         .tools
@@ -581,6 +577,42 @@ async fn submit(
     shared.remember(&run_id, Some(tenant.0));
     shared.submit_new(run_id.clone(), slot).await?;
     Ok(submitted(&run_id, ApiStatus::Queued))
+}
+
+/// A goal the server takes: not blank, not longer than `max_goal_bytes`
+/// (a goal is stored with its run and shown in every list page).
+fn check_goal(goal: &str, limits: &crate::config::Limits) -> ApiResult<()> {
+    if goal.trim().is_empty() {
+        return Err(ApiError::new(
+            ErrorCode::InvalidRequest,
+            "goal is empty: say what the run should find out or do",
+        ));
+    }
+    if goal.len() > limits.max_goal_bytes {
+        return Err(ApiError::new(
+            ErrorCode::InvalidRequest,
+            format!(
+                "goal is {} bytes; this server takes at most {} ([serve.limits] max_goal_bytes)",
+                goal.len(),
+                limits.max_goal_bytes
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// A step bound within 1..=`max_steps` of the server's limits.
+fn check_max_steps(asked: Option<usize>, limits: &crate::config::Limits) -> ApiResult<()> {
+    match asked {
+        Some(n) if n == 0 || n > limits.max_steps => Err(ApiError::new(
+            ErrorCode::InvalidRequest,
+            format!(
+                "max_steps must be between 1 and {} ([serve.limits] max_steps); got {n}",
+                limits.max_steps
+            ),
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// A page size a client asked for: `default` when it did not, and a clear
@@ -835,12 +867,7 @@ async fn resume(
             ),
         ));
     }
-    if req.max_steps == Some(0) {
-        return Err(ApiError::new(
-            ErrorCode::InvalidRequest,
-            "max_steps must be at least 1",
-        ));
-    }
+    check_max_steps(req.max_steps, &shared.limits)?;
     let resume = Resume {
         by: tenant.0.clone(),
         max_replans: req.max_replans,

@@ -112,6 +112,10 @@ pub struct Limits {
     /// How often an event stream looks at the log of a run this server does
     /// not work on (one a `stepwise` command drives), in milliseconds.
     pub poll_ms: u64,
+    /// Longest goal a run may be submitted with, in bytes.
+    pub max_goal_bytes: usize,
+    /// Most steps a client may let a run take (`max_steps`).
+    pub max_steps: usize,
 }
 
 impl Default for Limits {
@@ -125,6 +129,8 @@ impl Default for Limits {
             max_concurrency: 16,
             shutdown_grace_ms: 10_000,
             poll_ms: 500,
+            max_goal_bytes: 16 * 1024,
+            max_steps: 200,
         }
     }
 }
@@ -137,6 +143,12 @@ impl Limits {
         }
         if self.max_body_bytes == 0 {
             return Some("[serve.limits] max_body_bytes must be at least 1");
+        }
+        if self.max_goal_bytes == 0 {
+            return Some("[serve.limits] max_goal_bytes must be at least 1");
+        }
+        if self.max_steps == 0 {
+            return Some("[serve.limits] max_steps must be at least 1");
         }
         if self.max_concurrency == 0 {
             return Some("[serve.limits] max_concurrency must be at least 1");

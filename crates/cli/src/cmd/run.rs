@@ -169,6 +169,38 @@ pub(crate) fn check_allowed_tools(constraints: &Constraints, host: &Host) -> Cli
     )))
 }
 
+/// A plan given with the run may name only tools the run can call: a
+/// step naming another would pause the run for review after it was
+/// accepted, for a mistake the request already shows.
+pub(crate) fn check_plan_tools(plan: Option<&serde_json::Value>, host: &Host) -> CliResult {
+    let Some(steps) = plan.and_then(|p| p.get("steps")).and_then(|s| s.as_array()) else {
+        return Ok(());
+    };
+    let available = session::available_tools(host);
+    let mut problems: Vec<String> = Vec::new();
+    for step in steps {
+        let Some(tool) = step.get("tool").and_then(|t| t.as_str()) else {
+            continue;
+        };
+        if available.iter().any(|a| a == tool) || session::from_mcp(tool, host) {
+            continue;
+        }
+        let id = step.get("id").and_then(|i| i.as_str()).unwrap_or("?");
+        problems.push(match session::needs(tool, host) {
+            Some(flag) => format!("step {id}: {tool} needs {flag}"),
+            None => format!("step {id}: there is no tool named {tool:?}"),
+        });
+    }
+    if problems.is_empty() {
+        return Ok(());
+    }
+    Err(CliError::usage(anyhow!(
+        "the plan names tools the run cannot use: {}; the available tools are {}",
+        problems.join("; "),
+        available.join(", ")
+    )))
+}
+
 /// Prints a run's output (`run` and `resume`), and returns its status as
 /// the exit code. `hint` replaces the usual note on what to do next.
 pub(crate) fn finish(state: &RunState, out: &OutputArgs, hint: Option<&str>) -> CliResult {

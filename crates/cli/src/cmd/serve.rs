@@ -334,6 +334,8 @@ impl Launcher for ServeLauncher {
         host.strategy = strategy.name().to_owned();
         crate::cmd::run::check_allowed_tools(&run.constraints, &host)
             .map_err(|e| invalid(ErrorCode::InvalidConstraints, e))?;
+        crate::cmd::run::check_plan_tools(run.plan.as_ref(), &host)
+            .map_err(|e| invalid(ErrorCode::InvalidRequest, e))?;
         let loaded = notes(&host.notes).await?;
         host.notes_fingerprint = Some(loaded.fingerprint());
         let mut host_json = serde_json::to_value(&host).map_err(failed)?;
