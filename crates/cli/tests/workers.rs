@@ -623,11 +623,19 @@ fn an_idle_worker_is_woken_by_a_queued_run_not_by_its_poll() {
     std::thread::sleep(Duration::from_millis(500));
     let mut args = run_args(&plan_file, &dir.path().join("ws/late"), "run_wake_late");
     args.push("--detach".to_owned());
+    args.push("--json".to_owned());
     let queued = Stepwise::new()
         .env("STEPWISE_DB", db.url())
         .args(args)
         .run();
     assert_eq!(queued.code, 0, "{}", queued.stderr);
+    // With --json, the queued run as JSON rather than a bare id.
+    assert_eq!(
+        queued.json(),
+        serde_json::json!({"run_id": "run_wake_late", "status": "queued"}),
+        "{}",
+        queued.stdout
+    );
     wait_done("run_wake_late");
     w.kill();
 }

@@ -102,7 +102,8 @@ pub(crate) fn run(args: &RunArgs, db_flag: Option<&PathBuf>) -> CliResult {
     finish(&state, &args.output, None)
 }
 
-/// `run --detach`: the run goes to the queue, for a worker; its id to stdout.
+/// `run --detach`: the run goes to the queue, for a worker; its id to
+/// stdout (with `--json`, `{"run_id", "status": "queued"}`).
 fn detach(
     args: &RunArgs,
     db_flag: Option<&PathBuf>,
@@ -135,7 +136,12 @@ fn detach(
         approve: approve.to_owned(),
     };
     crate::cmd::worker::enqueue(db_flag, run_id, &spec)?;
-    output::stdout(&format!("{run_id}\n"))?;
+    if args.output.json {
+        let json = serde_json::json!({"run_id": run_id.as_str(), "status": "queued"});
+        output::stdout(&format!("{json}\n"))?;
+    } else {
+        output::stdout(&format!("{run_id}\n"))?;
+    }
     if !args.output.quiet {
         output::note(&format!(
             "queued run {run_id}; a `stepwise worker` will run it (`stepwise show {run_id}` once it has started)"
