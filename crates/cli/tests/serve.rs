@@ -885,14 +885,32 @@ async fn an_approval_must_name_the_hash_the_step_asked_with() {
         )
         .await;
     assert_eq!(no_reason.code(), "invalid_request");
-    let rejected = server
-        .post(
-            &format!("/v1/runs/{other}/reject"),
-            ACME,
-            json!({"reason": "not now"}),
-        )
-        .await;
-    assert_eq!(rejected.status, 200, "{rejected:?}");
+    // Eight concurrent rejects: one records the refusal; each other is a
+    // 409 — the run is being changed, or no longer waits for an approval.
+    let server = Arc::new(server);
+    let tasks: Vec<_> = (0..8)
+        .map(|_| {
+            let server = Arc::clone(&server);
+            let path = format!("/v1/runs/{other}/reject");
+            tokio::spawn(
+                async move { server.post(&path, ACME, json!({"reason": "not now"})).await },
+            )
+        })
+        .collect();
+    let mut answers = Vec::new();
+    for task in tasks {
+        answers.push(task.await.unwrap());
+    }
+    let (won, lost): (Vec<_>, Vec<_>) = answers.into_iter().partition(|a| a.status == 200);
+    assert_eq!(won.len(), 1, "{won:?} {lost:?}");
+    for a in &lost {
+        assert_eq!(a.status, 409, "{a:?}");
+        assert!(
+            ["not_awaiting_approval", "run_busy"].contains(&a.code()),
+            "{a:?}"
+        );
+    }
+    let rejected = won.into_iter().next().unwrap();
     assert_eq!(rejected.body["status"], "needs_review");
     assert_eq!(rejected.body["rejected"], json!(["step save"]));
     let resumed = server
@@ -1228,6 +1246,13 @@ async fn bad_requests_get_json_errors_with_stable_codes() {
         .request(reqwest::Method::PUT, "/v1/runs/x/cancel", Some(ACME), None)
         .await;
     assert_eq!(wrong.status, 405);
+    // Without a valid token, a wrong method is 401 like everything else.
+    for token in [None, Some("not-a-token-0123456789")] {
+        let wrong = server
+            .request(reqwest::Method::DELETE, "/v1/runs/x", token, None)
+            .await;
+        assert_eq!((wrong.status, wrong.code()), (401, "unauthorized"));
+    }
 }
 
 /// Sends a request's head and only the first `sent` bytes of `body` over a
@@ -2187,4 +2212,47 @@ async fn requests_past_the_limits_are_refused_before_anything_is_recorded() {
         )
         .await;
     assert_eq!(ok.status, 202, "{ok:?}");
+}
+
+/// Connections that never finish a request's head are closed after
+/// `header_read_timeout_ms`; the server keeps answering others.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn half_open_connections_are_closed_after_the_header_read_timeout() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let site = Site::new(
+        "half-open",
+        "[serve.limits]\nheader_read_timeout_ms = 300\n",
+    );
+    let server = site.serve(&[]);
+    let addr = server.url.trim_start_matches("http://").to_owned();
+    let mut held = Vec::new();
+    for _ in 0..20 {
+        let mut socket = tokio::net::TcpStream::connect(&addr).await.unwrap();
+        socket
+            .write_all(b"GET /v1/runs HTTP/1.1\r\nHost: x\r\n")
+            .await
+            .unwrap();
+        held.push(socket);
+    }
+    let started = Instant::now();
+    for mut socket in held {
+        let mut buf = [0u8; 512];
+        // Closed: end of stream (perhaps after a 408 answer), or a reset.
+        let closed = tokio::time::timeout(Duration::from_secs(5), async {
+            loop {
+                match socket.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {}
+                }
+            }
+        })
+        .await;
+        assert!(
+            closed.is_ok(),
+            "a half-open connection still held after 5 s"
+        );
+    }
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let page = server.get("/v1/runs", ACME).await;
+    assert_eq!(page.status, 200, "{page:?}");
 }

@@ -326,10 +326,12 @@ pub(crate) fn refusals(
         .collect();
     what.extend(state.pending_approvals.keys().map(|s| format!("step {s}")));
     if what.is_empty() {
+        // Its last request was answered (by a concurrent reject, say): it
+        // no longer waits for one.
         return Err(ApiError::new(
-            ErrorCode::NothingToApprove,
+            ErrorCode::NotAwaitingApproval,
             format!(
-                "run {} has nothing waiting for a decision (its approvals are on record); resume or cancel it",
+                "run {} is not waiting for an approval: its requests are answered on record; resume or cancel it",
                 state.run_id
             ),
         ));

@@ -952,7 +952,9 @@ async fn not_found() -> ApiError {
     ApiError::new(ErrorCode::NotFound, "no such route (see /v1/openapi.json)")
 }
 
-async fn method_not_allowed() -> ApiError {
+/// A known route with another method: `405`, once the token is valid
+/// (without one, `401`: the routes are not shown to anyone).
+async fn method_not_allowed(_tenant: Tenant) -> ApiError {
     ApiError::new(
         ErrorCode::MethodNotAllowed,
         "this route does not take this method (see /v1/openapi.json)",

@@ -116,6 +116,9 @@ pub struct Limits {
     pub max_goal_bytes: usize,
     /// Most steps a client may let a run take (`max_steps`).
     pub max_steps: usize,
+    /// Longest a connection may take to send a request's head (its line
+    /// and headers), in milliseconds; then it is closed.
+    pub header_read_timeout_ms: u64,
 }
 
 impl Default for Limits {
@@ -131,6 +134,7 @@ impl Default for Limits {
             poll_ms: 500,
             max_goal_bytes: 16 * 1024,
             max_steps: 200,
+            header_read_timeout_ms: 10_000,
         }
     }
 }

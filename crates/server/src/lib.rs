@@ -611,7 +611,8 @@ impl Server {
                 0
             }
         };
-        let serving = axum::serve(listener, self.router).with_graceful_shutdown(signal);
+        let header_timeout = Duration::from_millis(shared.limits.header_read_timeout_ms);
+        let serving = accept(listener, self.router, header_timeout, signal);
         let (served, left) = tokio::join!(serving, drain);
         if left > 0 {
             (shared.log)(&format!(
@@ -620,4 +621,50 @@ impl Server {
         }
         served.map_err(ServerError::Io)
     }
+}
+
+/// Serves HTTP/1 connections from `listener` until `signal` resolves, then
+/// lets the requests in flight finish. A connection that has not sent a
+/// request's whole head within `header_timeout` is closed (hyper's header
+/// read timeout, which `axum::serve` leaves unset), so half-open clients
+/// cannot hold the server's sockets.
+async fn accept(
+    listener: TcpListener,
+    router: axum::Router,
+    header_timeout: Duration,
+    signal: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    use hyper_util::server::graceful::GracefulShutdown;
+    use hyper_util::service::TowerToHyperService;
+
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(Some(header_timeout));
+    let graceful = GracefulShutdown::new();
+    let mut signal = std::pin::pin!(signal);
+    loop {
+        let (stream, _) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                // Out of file descriptors and the like: wait, then go on.
+                Err(_) => {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = &mut signal => break,
+        };
+        let service = TowerToHyperService::new(router.clone());
+        let connection = http.serve_connection(TokioIo::new(stream), service);
+        let watched = graceful.watch(connection);
+        tokio::spawn(async move {
+            // A connection's own error (a client gone, a head too slow)
+            // ends that connection only.
+            let _ = watched.await;
+        });
+    }
+    drop(listener);
+    graceful.shutdown().await;
+    Ok(())
 }
