@@ -639,3 +639,95 @@ fn an_idle_worker_is_woken_by_a_queued_run_not_by_its_poll() {
     wait_done("run_wake_late");
     w.kill();
 }
+
+/// A run whose MCP server cannot start in time is never dropped: the
+/// worker gives it back with a growing wait, and after its fifth claim
+/// records it failed, with the reason, so the id `run --detach` printed
+/// leads to a run that `show` explains.
+#[test]
+fn a_run_whose_tools_cannot_start_is_retried_then_recorded_failed() {
+    let db = ScratchDb::new("mcp-slow").unwrap_or_else(|e| panic!("{e}"));
+    let migrated = Stepwise::new()
+        .env("STEPWISE_DB", db.url())
+        .arg("migrate")
+        .run();
+    assert_eq!(migrated.code, 0, "{}", migrated.stderr);
+    let dir = Scratch::new("workers", "mcp-slow");
+    std::fs::write(
+        dir.path().join("stepwise.toml"),
+        "[mcp.servers.slow]\ncommand = \"sh\"\nargs = [\"-c\", \"sleep 30\"]\nstartup_timeout_ms = 300\n",
+    )
+    .unwrap();
+    let queued = Stepwise::new()
+        .current_dir(dir.path())
+        .env("STEPWISE_DB", db.url())
+        .args([
+            "run",
+            "What is the latency budget?",
+            "--notes",
+            notes().to_str().unwrap(),
+            "--detach",
+            "--json",
+            "--run-id",
+            "run_slow_tools",
+        ])
+        .run();
+    assert_eq!(queued.code, 0, "{}", queued.stderr);
+    let mut w = Stepwise::new()
+        .current_dir(dir.path())
+        .env("STEPWISE_DB", db.url())
+        .args(["worker", "--poll-ms", "50", "--lease-ms", "3000"])
+        .stderr(Stdio::piped())
+        .spawn();
+    let until = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        let status = one(
+            &db,
+            "SELECT coalesce((SELECT status FROM stepwise.runs WHERE run_id = 'run_slow_tools'), '')",
+        );
+        let job = one(
+            &db,
+            "SELECT state FROM stepwise.jobs WHERE run_id = 'run_slow_tools'",
+        );
+        if status == "failed" && job == "done" {
+            break status;
+        }
+        assert!(
+            Instant::now() < until,
+            "not recorded failed within 60 s (status {status:?})"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    w.kill();
+    assert_eq!(status, "failed");
+    assert_eq!(
+        one(
+            &db,
+            "SELECT claims::text FROM stepwise.jobs WHERE run_id = 'run_slow_tools'"
+        ),
+        "5"
+    );
+    assert_eq!(
+        one(
+            &db,
+            "SELECT state FROM stepwise.jobs WHERE run_id = 'run_slow_tools'"
+        ),
+        "done"
+    );
+    let shown = Stepwise::new()
+        .env("STEPWISE_DB", db.url())
+        .args(["show", "run_slow_tools", "--json"])
+        .run();
+    let v = shown.json();
+    assert_eq!(v["status"], "failed", "{}", shown.stdout);
+    let log = v["execution_history"].as_array().unwrap();
+    assert_eq!(log[0]["kind"], "run_started");
+    assert_eq!(log[0]["input"], "What is the latency budget?");
+    let failed = log.last().unwrap();
+    assert_eq!(failed["kind"], "run_failed");
+    let error = failed["error"].as_str().unwrap();
+    assert!(
+        error.contains("5 tries") && error.contains("slow"),
+        "{error}"
+    );
+}

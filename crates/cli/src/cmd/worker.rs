@@ -320,7 +320,13 @@ async fn work(ctx: Arc<Ctx>, job: Job, again: Option<Resume>) -> anyhow::Result<
         })],
     }
     .wire(&run, prior)
-    .await?;
+    .await;
+    let wired = match wired {
+        Ok(wired) => wired,
+        // Its tools (an MCP server) could not be started: retried with a
+        // backoff, then recorded as failed, never dropped.
+        Err(e) => return setup_failed(&ctx, &job, existing, spec, &format!("{e:#}")).await,
+    };
     let result = match (existing, spec) {
         (Some(state), _) => match picked {
             Some(Pickup::Resume(options)) => wired.drive(state, Some(options)).await,
@@ -352,6 +358,71 @@ async fn work(ctx: Arc<Ctx>, job: Job, again: Option<Resume>) -> anyhow::Result<
             }
             Ok(Outcome::GaveBack(e.to_string()))
         }
+    }
+}
+
+/// Claims a run whose tools fail to start gets before it is recorded failed.
+const SETUP_TRIES: u32 = 5;
+
+/// A claimed run's tools could not be started (an MCP server too slow or
+/// gone): a failure that may pass, so the run is given back after a
+/// growing wait (0.5 s, 1 s, 2 s, 4 s, held under the lease) until its
+/// [`SETUP_TRIES`]th claim; then it is recorded failed with the reason —
+/// with its `run_started` if it never started — so the id `run --detach`
+/// printed always leads to a run.
+async fn setup_failed(
+    ctx: &Ctx,
+    job: &Job,
+    existing: Option<stepwise_core::RunState>,
+    spec: Option<Detached>,
+    why: &str,
+) -> anyhow::Result<Outcome> {
+    let run = &job.run;
+    if job.claims < SETUP_TRIES {
+        let wait = Duration::from_millis(500 << job.claims.saturating_sub(1).min(4));
+        ctx.say(&format!(
+            "run {run}: its tools did not start (try {} of {SETUP_TRIES}): {why}; trying again in {} ms",
+            job.claims,
+            wait.as_millis()
+        ));
+        tokio::time::sleep(wait).await;
+        return Ok(Outcome::GaveBack(format!("its tools did not start: {why}")));
+    }
+    let error = format!("its tools could not be started in {SETUP_TRIES} tries: {why}");
+    let mut kinds = Vec::new();
+    let state = match (existing, spec) {
+        (Some(state), _) => state,
+        (None, Some(spec)) => {
+            let bounds = stepwise_core::RunConfig::default();
+            let constraints = spec.constraints;
+            kinds.push(stepwise_core::EventKind::RunStarted {
+                run_id: run.clone(),
+                input: spec.goal,
+                max_replans: constraints.max_replans.unwrap_or(bounds.max_replans),
+                max_steps: constraints.max_steps.unwrap_or(bounds.max_steps),
+                constraints: Box::new(constraints),
+                max_repairs: bounds.max_repairs,
+                host: spec.host,
+                strategy: spec.strategy,
+            });
+            stepwise_core::RunState::default()
+        }
+        (None, None) => {
+            anyhow::bail!("run {run} was queued without what a worker needs to start it")
+        }
+    };
+    kinds.push(stepwise_core::EventKind::RunFailed {
+        error: error.clone(),
+        usage: stepwise_core::Usage::default(),
+    });
+    let events = state.next_events(kinds);
+    match ctx.store.append(run, &events, Some(job.lease.fence)).await {
+        Ok(()) => {
+            ctx.say(&format!("run {run}: recorded failed: {error}"));
+            Ok(Outcome::Done(RunStatus::Failed))
+        }
+        Err(StoreError::Fenced { .. }) => Ok(Outcome::Fenced),
+        Err(e) => Ok(Outcome::GaveBack(e.to_string())),
     }
 }
 
