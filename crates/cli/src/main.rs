@@ -19,6 +19,7 @@ mod cmd;
 mod config;
 mod db;
 mod error;
+mod guard;
 mod input;
 mod loading;
 mod mcp;

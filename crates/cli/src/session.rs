@@ -361,6 +361,9 @@ pub(crate) struct EngineBuilder<'a> {
     /// Whether a run keeps its history in memory (see
     /// [`RunConfig::keep_history`]).
     keep_history: bool,
+    /// The log asked, right before each side-effect call, whether the
+    /// run's lease still holds ([`crate::guard`]).
+    guard: Option<Arc<dyn stepwise_core::IdempotencyLog>>,
 }
 
 impl<'a> EngineBuilder<'a> {
@@ -378,7 +381,15 @@ impl<'a> EngineBuilder<'a> {
             role_models: Vec::new(),
             stream_plans: false,
             keep_history: true,
+            guard: None,
         }
+    }
+
+    /// Each side-effect call asks `log` first whether the run's lease still
+    /// holds, and is not made if it does not ([`crate::guard`]).
+    pub(crate) fn guard(mut self, log: Arc<dyn stepwise_core::IdempotencyLog>) -> Self {
+        self.guard = Some(log);
+        self
     }
 
     /// Runs keep no history in memory: for a host whose store holds the log
@@ -465,6 +476,11 @@ impl<'a> EngineBuilder<'a> {
         }
         for tool in self.extra_tools {
             tools.register_dyn(tool);
+        }
+        // Guarded inside the test delay, so the check is the last thing
+        // before the call, as it is without one.
+        if let Some(log) = &self.guard {
+            tools = crate::guard::guarded(tools, log);
         }
         let tools = match self.replay_of {
             Some(original) => crate::cmd::replay::without_side_effects(slowed(tools), original),
@@ -598,7 +614,9 @@ impl Session {
             }
         };
         let (tx, events) = tokio::sync::mpsc::unbounded_channel();
-        let engine = match engine.tools(mcp.tools()).build() {
+        let fenced: Arc<dyn stepwise_core::IdempotencyLog> =
+            Arc::clone(&store).fenced_log(run, lease.fence);
+        let engine = match engine.tools(mcp.tools()).guard(Arc::clone(&fenced)).build() {
             Ok(engine) => engine,
             Err(e) => {
                 mcp.shutdown().await;
@@ -607,7 +625,7 @@ impl Session {
             }
         };
         let engine = engine
-            .with_idempotency_log(Arc::clone(&store).fenced_log(run, lease.fence))
+            .with_idempotency_log(fenced)
             .with_sink(Arc::new(StoreSink::new(
                 Arc::clone(&store) as _,
                 Some(lease.fence),

@@ -732,3 +732,86 @@ fn plan_validate_checks_against_the_mcp_servers_tools() {
     );
     dir.assert_no_orphans("plan validate");
 }
+
+/// A worker frozen (SIGSTOP) with a side-effect call in flight, past its
+/// lease, while another worker takes the run over: when it wakes, the call
+/// is not made. The probe's ledger counts the calls that reached the
+/// server. (Two guards meet here: the woken worker's heartbeat stops a run
+/// it lost, and the lease is checked right before a side effect leaves —
+/// which holds when the heartbeat is late or cannot reach the database;
+/// `guard::tests` and the store's `a_fenced_log_refuses_…` test it alone.)
+#[test]
+fn a_worker_frozen_past_its_lease_does_not_make_its_side_effect_call() {
+    use stepwise_store::postgres::testing::ScratchDb;
+    let db = ScratchDb::new("mcp-frozen").unwrap_or_else(|e| panic!("{e}"));
+    let dir = Dir::new("frozen");
+    dir.config("");
+    let pg = |s: Stepwise| s.current_dir(dir.path()).env("STEPWISE_DB", db.url());
+    let migrated = pg(Stepwise::new()).arg("migrate").run();
+    assert_eq!(migrated.code, 0, "{}", migrated.stderr);
+    let plan = dir.plan(json!([
+        find(),
+        step("add", "probe.append", json!({"line": "late"}), &["find"])
+    ]));
+    let notes = notes();
+    let queued = pg(Stepwise::new())
+        .args([
+            "run",
+            GOAL,
+            "--notes",
+            &notes,
+            "--plan",
+            &plan,
+            "--run-id",
+            "run_frozen",
+            "--detach",
+            "--approve",
+            "auto",
+            "--quiet",
+        ])
+        .run();
+    assert_eq!(queued.code, 0, "{}", queued.stderr);
+    let one = |sql: &str| db.query(sql).unwrap()[0][0].clone().unwrap_or_default();
+    let wait = |what: &str, sql: &str| {
+        let until = std::time::Instant::now() + Duration::from_secs(60);
+        while one(sql) != "1" {
+            assert!(std::time::Instant::now() < until, "no {what} within 60 s");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    let worker = |delay: &str| {
+        pg(Stepwise::new())
+            .env("STEPWISE_TOOL_DELAY_MS", delay)
+            .args(["worker", "--lease-ms", "1500", "--poll-ms", "50", "--quiet"])
+            .stderr(Stdio::null())
+            .spawn()
+    };
+    let mut frozen = worker("3000");
+    // The call is on record as begun, and in flight (its delay).
+    wait(
+        "side-effect call begun",
+        "SELECT count(*)::text FROM stepwise.idempotency WHERE run_id = 'run_frozen' AND step = 'add'",
+    );
+    let stop = |sig: &str| {
+        let status = std::process::Command::new("kill")
+            .args([sig, &frozen.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    };
+    stop("-STOP");
+    // Past its lease, another worker takes the run over: the call may
+    // have happened, so it stops for a person.
+    std::thread::sleep(Duration::from_millis(2000));
+    let mut taker = worker("0");
+    wait(
+        "takeover",
+        "SELECT count(*)::text FROM stepwise.runs WHERE run_id = 'run_frozen' AND status = 'needs_review'",
+    );
+    stop("-CONT");
+    // Its delay is over at once; give it time to make the call, if it would.
+    std::thread::sleep(Duration::from_millis(3000));
+    frozen.kill();
+    taker.kill();
+    assert_eq!(dir.ledger_lines(), 0, "the frozen worker made its call");
+}

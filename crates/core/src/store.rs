@@ -246,6 +246,14 @@ pub trait IdempotencyLog: Send + Sync {
         &'a self,
         key: &'a str,
     ) -> BoxFuture<'a, Result<Option<IdempotencyRecord>, StoreError>>;
+    /// Whether a call with a side effect may go out now: checked right
+    /// before one leaves. A log fenced by a lease says no once the lease
+    /// has lapsed or passed to another process (a worker frozen past its
+    /// lease must not act for a run another worker now holds); `Ok` for a
+    /// log no lease fences.
+    fn check_held(&self) -> BoxFuture<'_, Result<(), StoreError>> {
+        Box::pin(std::future::ready(Ok(())))
+    }
 }
 
 /// Writes every event to a store before the engine acts on it.

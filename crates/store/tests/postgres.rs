@@ -316,3 +316,37 @@ async fn a_claim_passes_by_a_run_whose_lease_row_a_stopped_writer_holds() {
     assert_eq!(taken[0].run, frozen);
     assert!(taken[0].lease.fence > first[0].lease.fence);
 }
+
+/// A fenced log says whether a side-effect call may still go out: yes
+/// while its lease holds; no once the lease has run out, nor once another
+/// holder took it over (a worker frozen past its lease).
+#[tokio::test]
+async fn a_fenced_log_refuses_side_effects_once_its_lease_lapsed_or_moved() {
+    use stepwise_core::IdempotencyLog;
+    let (_db, store) = store("check_held");
+    let store = Arc::new(store);
+    let run = RunId("run_held".into());
+    store.enqueue(&run, &serde_json::json!({})).await.unwrap();
+    let jobs = store.claim("first", 1, 400).await.unwrap();
+    let lease = jobs[0].lease.clone();
+    let log = store.fenced_log(&run, lease.fence);
+    log.check_held().await.unwrap();
+    // Lapsed: nobody took it over yet, and still no call may go out.
+    tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+    assert!(matches!(
+        log.check_held().await,
+        Err(StoreError::Fenced { .. })
+    ));
+    // Taken over: the old fence never holds again; the new one does.
+    let taken = store.acquire(&run, "second", 60_000).await.unwrap();
+    assert!(taken.fence > lease.fence);
+    assert!(matches!(
+        log.check_held().await,
+        Err(StoreError::Fenced { .. })
+    ));
+    store
+        .fenced_log(&run, taken.fence)
+        .check_held()
+        .await
+        .unwrap();
+}

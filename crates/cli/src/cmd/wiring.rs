@@ -54,7 +54,13 @@ impl Wiring<'_> {
             .context("cannot start the run's MCP servers")?;
         let built =
             EngineBuilder::for_run(self.config, self.host, self.corpus, self.approve, self.cwd)
-                .and_then(|builder| builder.tools(mcp.tools()).forget_history().build());
+                .and_then(|builder| {
+                    builder
+                        .tools(mcp.tools())
+                        .guard(Arc::clone(&self.idempotency))
+                        .forget_history()
+                        .build()
+                });
         let engine = match built {
             Ok(engine) => engine,
             Err(e) => {

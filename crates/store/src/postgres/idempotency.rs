@@ -9,7 +9,7 @@ use serde_json::Value;
 use stepwise_core::{IdempotencyLog, IdempotencyRecord, RunId, StepId, StoreError};
 
 use super::error::Fail;
-use super::log::check_fence;
+use super::log::{check_fence, to_i64};
 use super::{Inner, PgStore};
 use crate::codec::{from_json, to_json};
 
@@ -145,7 +145,39 @@ pub struct FencedLog {
     fence: u64,
 }
 
+impl FencedLog {
+    /// `Fenced` unless this log's lease still holds: same fence, a holder,
+    /// and not run out (by the database's clock).
+    async fn held(inner: &Inner, run: &RunId, fence: u64) -> Result<(), Fail> {
+        let conn = inner.pool.get().await?;
+        let row = conn
+            .query_opt(
+                "SELECT 1 FROM stepwise.leases WHERE run_id = $1 AND fence = $2
+                   AND holder IS NOT NULL AND until > clock_timestamp()",
+                &[&run.as_str(), &to_i64(fence, "lease fence")?],
+            )
+            .await?;
+        match row {
+            Some(_) => Ok(()),
+            None => Err(StoreError::Fenced {
+                run: run.clone(),
+                fence,
+            }
+            .into()),
+        }
+    }
+}
+
 impl IdempotencyLog for FencedLog {
+    fn check_held(&self) -> BoxFuture<'_, Result<(), StoreError>> {
+        let (run, fence) = (self.run.clone(), self.fence);
+        self.store.spawn(move |inner: Arc<Inner>| async move {
+            Self::held(&inner, &run, fence)
+                .await
+                .map_err(|e| e.into_store(&inner.name))
+        })
+    }
+
     fn begin<'a>(&'a self, record: &'a IdempotencyRecord) -> BoxFuture<'a, Result<(), StoreError>> {
         if record.run != self.run {
             let run = record.run.clone();
