@@ -108,13 +108,36 @@ pub(crate) async fn load(store: &dyn RunStore, run: &str) -> anyhow::Result<RunS
         })
 }
 
-/// Who holds a lease: this host and process.
+/// Who holds a lease: this host and process (`host:pid`).
 pub(crate) fn holder() -> String {
-    let host = std::env::var("HOSTNAME")
+    format!("{}:{}", host(), std::process::id())
+}
+
+/// This machine, as lease holders name it: the kernel's host name (not
+/// `$HOSTNAME`, which shells set but do not export) and the first eight
+/// characters of `/etc/machine-id`, so two machines that share a host name
+/// are still two (`vm.3d1219c7`). `STEPWISE_HOST` overrides it — a test
+/// seam for workers "on other hosts".
+pub(crate) fn host() -> String {
+    if let Some(h) = std::env::var("STEPWISE_HOST")
         .ok()
         .filter(|h| !h.is_empty())
+    {
+        return h;
+    }
+    let read = |path: &str| {
+        std::fs::read_to_string(path)
+            .ok()
+            .map(|t| t.trim().to_owned())
+            .filter(|t| !t.is_empty())
+    };
+    let name = read("/proc/sys/kernel/hostname")
+        .or_else(|| std::env::var("HOSTNAME").ok().filter(|h| !h.is_empty()))
         .unwrap_or_else(|| "localhost".to_owned());
-    format!("{host}:{}", std::process::id())
+    match read("/etc/machine-id") {
+        Some(id) => format!("{name}.{}", id.chars().take(8).collect::<String>()),
+        None => name,
+    }
 }
 
 /// Who acts, for the record (`approve`, `reject`, `resume`).
@@ -144,8 +167,9 @@ pub(crate) fn holder_is_dead(holder: &str) -> bool {
     let Ok(pid) = pid.parse::<u32>() else {
         return false;
     };
-    let me = self::holder();
-    if me.rsplit_once(':').map(|(h, _)| h) != Some(host) || pid == std::process::id() {
+    // Only a process of this machine can be looked up here: another host's
+    // is never judged, its lease is waited out.
+    if self::host() != host || pid == std::process::id() {
         return false;
     }
     let proc = std::path::Path::new("/proc");
@@ -204,4 +228,29 @@ pub(crate) fn open_run(flag: Option<&PathBuf>, run: &str) -> anyhow::Result<(Db,
     };
     let state = block_on(load(store.as_ref(), run))??;
     Ok((store, state))
+}
+
+#[cfg(test)]
+mod holder_tests {
+    use super::*;
+
+    #[test]
+    fn holders_name_this_machine_and_only_its_processes_are_judged() {
+        let me = holder();
+        let (host, pid) = me.rsplit_once(':').unwrap_or_default();
+        assert_eq!(host, self::host());
+        assert_eq!(pid, std::process::id().to_string());
+        if let Ok(name) = std::fs::read_to_string("/proc/sys/kernel/hostname") {
+            assert!(host.starts_with(name.trim()), "{host}");
+        }
+        // A pid no process has, on this machine: dead.
+        let gone = format!("{host}:{}", u32::MAX - 1);
+        assert!(holder_is_dead(&gone));
+        // The same pid on another machine (or this host name with another
+        // machine id): never judged from here.
+        assert!(!holder_is_dead(&format!("elsewhere:{}", u32::MAX - 1)));
+        assert!(!holder_is_dead(&format!("{host}x:{}", u32::MAX - 1)));
+        // Itself: alive.
+        assert!(!holder_is_dead(&me));
+    }
 }

@@ -477,10 +477,7 @@ pub(crate) fn worker(args: &WorkerArgs, flag: Option<&PathBuf>) -> CliResult {
 
 async fn serve(args: &WorkerArgs, store: Arc<PgStore>) -> anyhow::Result<()> {
     let id = db::holder();
-    let host = id
-        .rsplit_once(':')
-        .map_or("localhost", |(h, _)| h)
-        .to_owned();
+    let host = db::host();
     store
         .register_worker(&id, &host, std::process::id(), args.concurrency)
         .await?;
