@@ -145,6 +145,15 @@ pub(crate) struct WorkersArgs {
     /// Print the workers and the queue's counts as JSON.
     #[arg(long)]
     pub(crate) json: bool,
+    /// A worker whose last heartbeat is older than this is `stale` (it may
+    /// be stopped or cut off); ten times older, or its process gone from
+    /// this machine, `gone`. The default is the workers' default lease.
+    #[arg(long, value_name = "MS", default_value_t = 30_000)]
+    pub(crate) stale_after_ms: u64,
+    /// Remove the rows of workers that are `stopped` or `gone` (never of a
+    /// worker with a recent heartbeat), and say how many.
+    #[arg(long)]
+    pub(crate) prune: bool,
 }
 
 #[derive(Debug, Subcommand)]

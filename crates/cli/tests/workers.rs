@@ -731,3 +731,54 @@ fn a_run_whose_tools_cannot_start_is_retried_then_recorded_failed() {
         "{error}"
     );
 }
+
+/// `stepwise workers` tells live, stopped and dead workers apart by their
+/// heartbeat: a frozen one is `stale`, a killed one `gone`; `--prune`
+/// removes the gone (never a live one), and a woken worker is `running`
+/// again at its next heartbeat.
+#[test]
+fn workers_tell_live_stale_and_gone_apart_and_prune_the_gone() {
+    let db = ScratchDb::new("workers-seen").unwrap_or_else(|e| panic!("{e}"));
+    let pg = || Stepwise::new().env("STEPWISE_DB", db.url());
+    assert_eq!(pg().arg("migrate").run().code, 0);
+    let spawn = || {
+        pg().args(["worker", "--lease-ms", "600", "--poll-ms", "50", "--quiet"])
+            .stderr(Stdio::null())
+            .spawn()
+    };
+    let (mut frozen, mut killed) = (spawn(), spawn());
+    let (frozen_id, killed_id) = (worker_id(&db, frozen.id()), worker_id(&db, killed.id()));
+    let states = |extra: &[&str]| -> std::collections::BTreeMap<String, String> {
+        let mut args = vec!["workers", "--json", "--stale-after-ms", "500"];
+        args.extend_from_slice(extra);
+        let out = pg().args(&args).run();
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        out.json()["workers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| {
+                (
+                    w["id"].as_str().unwrap().to_owned(),
+                    w["state"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect()
+    };
+    let seen = states(&[]);
+    assert_eq!(seen[&frozen_id], "running");
+    assert_eq!(seen[&killed_id], "running");
+    signal(frozen.id(), "-STOP");
+    killed.kill();
+    std::thread::sleep(Duration::from_millis(1200));
+    let seen = states(&[]);
+    assert_eq!(seen[&frozen_id], "stale", "{seen:?}");
+    assert_eq!(seen[&killed_id], "gone", "{seen:?}");
+    let seen = states(&["--prune"]);
+    assert!(!seen.contains_key(&killed_id), "{seen:?}");
+    assert_eq!(seen[&frozen_id], "stale", "kept: it may wake");
+    signal(frozen.id(), "-CONT");
+    std::thread::sleep(Duration::from_millis(600));
+    assert_eq!(states(&[])[&frozen_id], "running");
+    frozen.kill();
+}

@@ -710,15 +710,59 @@ async fn heartbeat(
 }
 
 /// `stepwise workers`: every worker the database has seen.
+/// What `stepwise workers` says a worker is: as it recorded itself
+/// (`running`, `draining`, `stopped`), unless its heartbeat says otherwise —
+/// `stale` when older than `stale_ms` (stopped, frozen or cut off; its runs
+/// go to others once their leases run out), `gone` when ten times older or
+/// its process is no longer on this machine.
+fn seen_state(
+    w: &stepwise_store::postgres::queue::WorkerInfo,
+    now: chrono::DateTime<chrono::Utc>,
+    stale_ms: u64,
+) -> &'static str {
+    let recorded = match w.state.as_str() {
+        "stopped" => return "stopped",
+        "draining" => "draining",
+        _ => "running",
+    };
+    let age =
+        u64::try_from(now.signed_duration_since(w.heartbeat_at).num_milliseconds()).unwrap_or(0);
+    if db::holder_is_dead(&w.id) || age > stale_ms.saturating_mul(10) {
+        "gone"
+    } else if age > stale_ms {
+        "stale"
+    } else {
+        recorded
+    }
+}
+
 pub(crate) fn workers(args: &WorkersArgs, flag: Option<&PathBuf>) -> CliResult {
     let url = url_of(flag, "workers")?;
     let store = db::open_postgres(&url)?;
-    let (workers, counts) = db::block_on(async {
-        let workers = store.workers().await?;
+    let now = chrono::Utc::now();
+    let (mut workers, counts, pruned) = db::block_on(async {
+        let mut workers = store.workers().await?;
+        for w in &mut workers {
+            w.state = seen_state(w, now, args.stale_after_ms).to_owned();
+        }
+        let mut pruned = None;
+        if args.prune {
+            let ids: Vec<String> = workers
+                .iter()
+                .filter(|w| matches!(w.state.as_str(), "stopped" | "gone"))
+                .map(|w| w.id.clone())
+                .collect();
+            pruned = Some(store.forget_workers(ids.clone()).await?);
+            workers.retain(|w| !ids.contains(&w.id));
+        }
         let counts = store.queue_counts().await?;
-        Ok::<_, StoreError>((workers, counts))
+        Ok::<_, StoreError>((workers, counts, pruned))
     })?
     .map_err(|e| anyhow!(e))?;
+    if let Some(n) = pruned {
+        output::note(&format!("removed {n} stopped or gone worker(s)"));
+    }
+    workers.sort_by_key(|w| std::cmp::Reverse(w.heartbeat_at));
     if args.json {
         let json = serde_json::json!({"workers": workers, "queue": counts});
         let mut text = serde_json::to_string_pretty(&json).context("cannot encode the workers")?;
@@ -726,7 +770,6 @@ pub(crate) fn workers(args: &WorkersArgs, flag: Option<&PathBuf>) -> CliResult {
         output::stdout(&text)?;
         return Ok(());
     }
-    let now = chrono::Utc::now();
     let mut table = Table::new(&[
         "WORKER",
         "HOST",

@@ -689,6 +689,21 @@ impl PgStore {
         })
     }
 
+    /// Removes the rows of the workers `ids` (`stepwise workers --prune`);
+    /// returns how many were removed.
+    pub fn forget_workers(&self, ids: Vec<String>) -> BoxFuture<'static, Result<u64, StoreError>> {
+        self.spawn(move |inner: Arc<Inner>| async move {
+            let run = async {
+                let conn = inner.pool.get().await?;
+                let n = conn
+                    .execute("DELETE FROM stepwise.workers WHERE id = ANY($1)", &[&ids])
+                    .await?;
+                Ok::<u64, Fail>(n)
+            };
+            run.await.map_err(|e| e.into_store(&inner.name))
+        })
+    }
+
     /// How many jobs are queued, claimed and done.
     pub fn queue_counts(&self) -> BoxFuture<'static, Result<QueueCounts, StoreError>> {
         self.spawn(move |inner: Arc<Inner>| async move {
