@@ -816,8 +816,8 @@ pub struct FinalOutput {
     /// Why the run stopped, if it did not finish.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub blocked_reason: Option<String>,
-    /// Diagnostics of the last invalid plan, if any.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    /// Diagnostics of the last invalid plan, if any (left out when none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub plan_errors: Vec<Diagnostic>,
     /// Replans made.
     pub replan_count: u32,

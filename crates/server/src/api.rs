@@ -269,21 +269,16 @@ pub struct SubmitRun {
     /// A folder `write_file` may write in: relative to the server's
     /// workspace root (created if missing), or absolute under it. Without
     /// it the run has no `write_file`.
-    #[serde(default)]
     pub workspace: Option<String>,
     /// Constraints, as `stepwise run --constraints` takes them; unknown
     /// keys are refused.
-    #[serde(default)]
     pub constraints: Option<Constraints>,
     /// A built-in strategy (default `plan-execute`).
-    #[serde(default)]
     pub strategy: Option<String>,
     /// A model by one of the names the server configured (`[serve.models]`),
     /// or `offline`; default: the server's default model.
-    #[serde(default)]
     pub model: Option<String>,
     /// A tool set by one of the names the server configured (`[serve.tool_sets]`).
-    #[serde(default)]
     pub tools: Option<String>,
     /// How side-effect steps are approved: `never` (pause for
     /// `POST /v1/runs/{id}/approve`, the default) or `auto`.
@@ -293,19 +288,15 @@ pub struct SubmitRun {
     #[serde(default)]
     pub review: bool,
     /// A plan to run instead of planning (see `stepwise plan schema`).
-    #[serde(default)]
     pub plan: Option<Value>,
     /// Repair an invalid `plan` instead of stopping for review.
     #[serde(default)]
     pub repair: bool,
     /// Most steps the run may take (over the constraints).
-    #[serde(default)]
     pub max_steps: Option<usize>,
     /// Most replans (over the constraints).
-    #[serde(default)]
     pub max_replans: Option<u32>,
     /// Steps running at once (default 4, at most the server's limit).
-    #[serde(default)]
     pub concurrency: Option<usize>,
 }
 
@@ -350,13 +341,10 @@ fn submitted(run: &RunId, status: ApiStatus) -> Accepted<Submitted> {
 #[serde(deny_unknown_fields)]
 pub struct ListQuery {
     /// Only runs with this status.
-    #[serde(default)]
     pub status: Option<ApiStatus>,
     /// The `next_cursor` of the previous page.
-    #[serde(default)]
     pub cursor: Option<String>,
     /// Runs per page (default 50; 1 to 200, anything else is `invalid_request`).
-    #[serde(default)]
     pub limit: Option<usize>,
 }
 
@@ -391,7 +379,6 @@ pub struct RunItem {
     pub strategy: String,
     /// What its model calls cost so far, in US dollars: the `cost.usd` of
     /// `GET /v1/runs/{id}`; absent when the server has no price for its model.
-    #[serde(default)]
     pub cost_usd: Option<f64>,
 }
 
@@ -409,7 +396,6 @@ pub struct RunList {
 #[serde(deny_unknown_fields)]
 pub struct ApproveRequest {
     /// The plan version under review, as the pending request shows it.
-    #[serde(default)]
     pub plan_version: Option<u32>,
     /// Side-effect steps, each with the `args_hash` it asked with.
     #[serde(default)]
@@ -467,13 +453,10 @@ pub struct Rejected {
 #[serde(deny_unknown_fields)]
 pub struct ResumeRequest {
     /// Raise the replan bound.
-    #[serde(default)]
     pub max_replans: Option<u32>,
     /// Raise the step bound.
-    #[serde(default)]
     pub max_steps: Option<usize>,
     /// The approval mode from here on (default: the run's own).
-    #[serde(default)]
     pub approve: Option<ApproveMode>,
 }
 
@@ -482,7 +465,6 @@ pub struct ResumeRequest {
 #[serde(deny_unknown_fields)]
 pub struct CancelRequest {
     /// Why (recorded; default "cancelled by TENANT").
-    #[serde(default)]
     pub reason: Option<String>,
 }
 
@@ -984,6 +966,24 @@ pub(crate) fn router(state: AppState) -> (axum::Router, OpenApi) {
     let limits = state.0.limits;
     let api = ApiRouter::new()
         .api_route(
+            "/v1/openapi.json",
+            get_with(openapi, |op| {
+                op.id("openApi")
+                    .summary("This document")
+                    .description("The OpenAPI document of this API, as JSON; no token needed.")
+                    .response_with::<200, Json<Value>, _>(|r| r.description("The document."))
+            }),
+        )
+        .api_route(
+            "/metrics",
+            get_with(metrics, |op| {
+                op.id("metrics")
+                    .summary("Metrics")
+                    .description("Runs by status, queue and stream counts, model calls and cost, in the Prometheus text format (`text/plain; version=0.0.4`); any tenant's token.")
+                    .response_with::<200, String, _>(|r| r.description("The metrics, as Prometheus text."))
+            }),
+        )
+        .api_route(
             "/v1/runs",
             post_with(submit, |op| {
                 op.id("submitRun")
@@ -1102,8 +1102,6 @@ pub(crate) fn router(state: AppState) -> (axum::Router, OpenApi) {
             })
         })
         .merge(crate::dashboard::routes())
-        .route("/v1/openapi.json", axum::routing::get(openapi))
-        .route("/metrics", axum::routing::get(metrics))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(limits.max_body_bytes))

@@ -48,10 +48,8 @@ const MAX_PAGE: usize = 5_000;
 pub struct EventsQuery {
     /// Only events with a `seq` above this (default 0: from the first).
     /// A stream's `Last-Event-ID` header takes precedence.
-    #[serde(default)]
     pub after: Option<u64>,
     /// Most events in a JSON page (default and maximum 5000; 0 or above 5000 is `invalid_request`).
-    #[serde(default)]
     pub limit: Option<usize>,
 }
 
