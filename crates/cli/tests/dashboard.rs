@@ -143,6 +143,14 @@ fn approval_flow(name: &str, cut_streams: bool) -> (Value, Value) {
     ]);
     assert_eq!(seen["errors"], json!([]), "{seen}");
     assert_eq!(seen["noReload"], "same page", "the page reloaded: {seen}");
+    assert_eq!(
+        seen["reportRaw"], false,
+        "raw Markdown in the report: {seen}"
+    );
+    assert!(
+        seen["reportCode"].as_u64().unwrap_or(0) >= 1,
+        "the Actions line's `write_file` as code: {seen}"
+    );
     // Before the approval the page showed the step waiting, with the exact
     // tool and the arguments the step asks with.
     assert_eq!(seen["runStatusBefore"], "awaiting_approval", "{seen}");

@@ -109,6 +109,10 @@ try { drive: {
     critical: document.querySelectorAll('.timeline .span.critical').length,
     streamState: document.querySelector('#stream-state')?.textContent,
     streamed: window.__stepwiseStream,
+    // The report's Markdown rendered, not shown raw: no backtick, `**` or
+    // `_…_` left in its text; code and emphasis as elements.
+    reportRaw: /`|\*\*|(^|\s)_\S[^_]*_(\s|$)/.test(document.querySelector('#report')?.textContent || ''),
+    reportCode: document.querySelectorAll('#report code').length,
   }));
   await page.screenshot({ path: env('DASH_SCREENSHOT'), fullPage: true });
 

@@ -410,7 +410,7 @@ function usageTable(title, rows) {
       h('td', { class: 'num' }, u.input_tokens ?? 0), h('td', { class: 'num' }, u.output_tokens ?? 0), h('td', { class: 'num' }, usd(u.cost_usd))))));
 }
 
-/** The report (Markdown, shown as text) with each `[source]` citation linked to the evidence quote it stands for. */
+/** The report's Markdown (headings, lists, tables, emphasis) as elements — text nodes only, never HTML — with each `[source]` citation linked to the evidence quote it stands for. */
 function report(out) {
   const evidence = out.evidence || [];
   const items = evidence.map((e, i) => h('li', { id: `ev-${i}`, class: 'evidence' },
@@ -420,22 +420,44 @@ function report(out) {
     const hit = same.find(([e]) => line.includes(e.quote.slice(0, 60))) || same[0];
     return hit ? h('a', { class: 'cite', href: `#ev-${hit[1]}`, title: hit[0].quote }, `[${source}]`) : `[${source}]`;
   };
+  // Inline Markdown as elements, never as HTML: **strong**, *em* or _em_,
+  // `code`, and each [source] a link to its evidence.
   const inline = (line) => {
     const out = [];
     let at = 0;
-    for (const m of line.matchAll(/\[([^\][\s]+)\]/g)) {
-      out.push(line.slice(at, m.index), cite(line, m[1]));
+    const marks = /\*\*([^*]+)\*\*|(?<![\w*])\*([^*\s][^*]*?)\*(?![\w*])|(?<![\w_])_([^_\s][^_]*?)_(?![\w_])|`([^`]+)`|\[([^\][\s]+)\]/g;
+    for (const m of line.matchAll(marks)) {
+      out.push(line.slice(at, m.index));
+      if (m[1] !== undefined) out.push(h('strong', {}, inline(m[1])));
+      else if (m[2] !== undefined) out.push(h('em', {}, inline(m[2])));
+      else if (m[3] !== undefined) out.push(h('em', {}, inline(m[3])));
+      else if (m[4] !== undefined) out.push(h('code', {}, m[4]));
+      else out.push(cite(line, m[5]));
       at = m.index + m[0].length;
     }
     out.push(line.slice(at));
     return out;
   };
+  const cells = (line) => line.replace(/^\|/, '').replace(/\|$/, '').split('|').map((c) => c.trim());
   const blocks = [];
   let list = null;
+  let table = null;
   for (const raw of (out.final_report || '').split('\n')) {
     const line = raw.trimEnd();
     const heading = /^(#{1,6})\s+(.*)$/.exec(line);
     const bullet = /^\s*[-*]\s+(.*)$/.exec(line);
+    if (line.startsWith('|')) {
+      list = null;
+      if (/^\|[\s|:-]+\|?$/.test(line)) continue; // the header's rule
+      if (!table) {
+        table = h('tbody', {});
+        blocks.push(h('table', { class: 'figures' }, h('thead', {}, h('tr', {}, cells(line).map((c) => h('th', {}, inline(c))))), table));
+      } else {
+        table.append(h('tr', {}, cells(line).map((c) => h('td', {}, inline(c)))));
+      }
+      continue;
+    }
+    table = null;
     if (bullet) {
       if (!list) { list = h('ul', {}); blocks.push(list); }
       list.append(h('li', {}, inline(bullet[1])));
