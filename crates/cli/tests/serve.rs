@@ -2281,3 +2281,67 @@ async fn half_open_connections_are_closed_after_the_header_read_timeout() {
     let page = server.get("/v1/runs", ACME).await;
     assert_eq!(page.status, 200, "{page:?}");
 }
+
+/// One tenant's event streams cannot take every slot: past
+/// `max_streams_per_tenant` its next stream is `503 too_many_streams` (with
+/// `Retry-After`), while another tenant still opens one; a closed stream
+/// gives its slot back. A stream over a finished run still sends every
+/// event once, read from the log a page at a time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenant_cannot_take_every_event_stream() {
+    let site = Site::new(
+        "tenant-streams",
+        "[serve.limits]\nmax_streams_per_tenant = 2\n",
+    );
+    let server = site.serve(&[("STEPWISE_TOOL_DELAY_MS", "2000")]);
+    let run = server.submit(ACME, run_body("tiny")).await;
+    let theirs = server.submit(GLOBEX, run_body("tiny")).await;
+    let first = server.stream(ACME, &run, None).await;
+    let _second = server.stream(ACME, &run, None).await;
+    let refused = server
+        .http
+        .get(format!("{}/v1/runs/{run}/events", server.url))
+        .bearer_auth(ACME)
+        .header("accept", "text/event-stream")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status().as_u16(), 503);
+    assert_eq!(refused.headers()["retry-after"], "5");
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "too_many_streams", "{body}");
+    // Another tenant is not held up by acme's streams.
+    let mut other = server.stream(GLOBEX, &theirs, None).await;
+    drop(first);
+    // The slot comes back once the server sees the stream closed.
+    let started = Instant::now();
+    let mut third = loop {
+        let answer = server
+            .http
+            .get(format!("{}/v1/runs/{run}/events", server.url))
+            .bearer_auth(ACME)
+            .header("accept", "text/event-stream")
+            .send()
+            .await
+            .unwrap();
+        if answer.status().as_u16() == 200 {
+            break Stream {
+                response: answer,
+                buf: String::new(),
+            };
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the slot never came back"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let events = third.until("end").await;
+    let ids: Vec<u64> = events.iter().filter_map(|m| m.id).collect();
+    assert_eq!(
+        ids,
+        (1..=ids.len() as u64).collect::<Vec<_>>(),
+        "every event once"
+    );
+    other.until("end").await;
+}

@@ -104,6 +104,9 @@ pub struct Limits {
     pub max_queued: usize,
     /// Event streams open at once.
     pub max_streams: usize,
+    /// Event streams one tenant may have open at once, so one tenant's
+    /// streams cannot take every slot.
+    pub max_streams_per_tenant: usize,
     /// The most steps a client may ask to run at once within one run.
     pub max_concurrency: usize,
     /// How long a shutdown waits for runs to stop at their last
@@ -129,6 +132,7 @@ impl Default for Limits {
             max_running: 4,
             max_queued: 1_000,
             max_streams: 1_024,
+            max_streams_per_tenant: 256,
             max_concurrency: 16,
             shutdown_grace_ms: 10_000,
             poll_ms: 500,

@@ -227,8 +227,13 @@ pub(crate) async fn events(
     if shared.jobs.is_closed() {
         return Err(crate::jobs::shutting_down());
     }
-    let slot = StreamSlot::take(&shared)?;
+    let slot = StreamSlot::take(&shared, &tenant.0)?;
     let after = prefs.last_event_id.or(query.after).unwrap_or(0);
+    // The stream keeps the run's fold, not its log: what it sends is read
+    // from the store a page at a time, so a client that reads slowly (or
+    // never) holds one page, not the whole log.
+    let mut state = state;
+    state.forget_history();
     let follow = Follow {
         wake: shared.hub.subscribe(&run),
         shutdown: shared.shutdown.subscribe(),
@@ -250,11 +255,26 @@ pub(crate) async fn events(
     )))
 }
 
-/// One open stream, counted against `max_streams`.
-struct StreamSlot(Arc<Shared>);
+/// One open stream, counted against `max_streams` and its tenant's
+/// `max_streams_per_tenant`.
+struct StreamSlot(Arc<Shared>, String);
 
 impl StreamSlot {
-    fn take(shared: &Arc<Shared>) -> Result<StreamSlot, ApiError> {
+    fn take(shared: &Arc<Shared>, tenant: &str) -> Result<StreamSlot, ApiError> {
+        let mut per_tenant = shared
+            .tenant_streams
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mine = per_tenant.get(tenant).copied().unwrap_or(0);
+        let own = shared.limits.max_streams_per_tenant;
+        if mine >= own {
+            return Err(ApiError::new(
+                ErrorCode::TooManyStreams,
+                format!(
+                    "this tenant has {own} event streams open already (max_streams_per_tenant); close one or try again later"
+                ),
+            ));
+        }
         let max = shared.limits.max_streams;
         let taken = shared
             .streams
@@ -262,7 +282,10 @@ impl StreamSlot {
                 (n < max).then_some(n + 1)
             });
         match taken {
-            Ok(_) => Ok(StreamSlot(Arc::clone(shared))),
+            Ok(_) => {
+                per_tenant.insert(tenant.to_owned(), mine + 1);
+                Ok(StreamSlot(Arc::clone(shared), tenant.to_owned()))
+            }
             Err(_) => Err(ApiError::new(
                 ErrorCode::TooManyStreams,
                 format!("{max} event streams are open already; try again later"),
@@ -273,9 +296,23 @@ impl StreamSlot {
 
 impl Drop for StreamSlot {
     fn drop(&mut self) {
+        let mut per_tenant = self
+            .0
+            .tenant_streams
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(n) = per_tenant.get_mut(&self.1) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                per_tenant.remove(&self.1);
+            }
+        }
         self.0.streams.fetch_sub(1, Ordering::SeqCst);
     }
 }
+
+/// Events read from the store at once for a stream.
+const PAGE: usize = 256;
 
 /// A stream following one run.
 struct Follow {
@@ -306,14 +343,28 @@ impl Follow {
             }
             // Whatever is recorded from here on wakes us again.
             self.wake.borrow_and_update();
-            let known = self.state.execution_history.len() as u64;
+            let known = self.state.last_seq();
             if self.after < known {
-                let from = usize::try_from(self.after).unwrap_or(usize::MAX);
-                self.queue
-                    .extend(self.state.execution_history.iter().skip(from).cloned());
-                continue;
+                // Folded already, not sent yet: the next page of the log.
+                match self
+                    .shared
+                    .store
+                    .events_since(&self.run, self.after, PAGE)
+                    .await
+                {
+                    Ok(page) if !page.is_empty() => {
+                        self.queue
+                            .extend(page.into_iter().filter(|e| e.seq <= known));
+                        continue;
+                    }
+                    Ok(_) => self.after = known,
+                    Err(e) => {
+                        self.done = true;
+                        return Some(end_event(&format!("the run cannot be read: {e}"), None));
+                    }
+                }
             }
-            match self.shared.store.events_since(&self.run, known, 256).await {
+            match self.shared.store.events_since(&self.run, known, PAGE).await {
                 Ok(new) if !new.is_empty() => {
                     for event in &new {
                         if self.state.apply(event).is_err() {
@@ -328,6 +379,8 @@ impl Follow {
                             break;
                         }
                     }
+                    // Folded; sent from the log a page at a time.
+                    self.state.forget_history();
                     continue;
                 }
                 Ok(_) => {}
@@ -367,7 +420,7 @@ fn sse_event(event: &Event) -> SseEvent {
 fn end_event(why: &str, state: Option<&RunState>) -> SseEvent {
     let body = serde_json::json!({
         "status": state.map(|s| s.status.as_str()),
-        "last_seq": state.map(|s| s.execution_history.len()),
+        "last_seq": state.map(RunState::last_seq),
         "reason": why,
     });
     SseEvent::default().event("end").data(body.to_string())

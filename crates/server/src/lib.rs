@@ -113,6 +113,8 @@ pub(crate) struct Shared {
     /// The list's strategy and cost of each run, by the run's last seq.
     extras: Mutex<HashMap<RunId, (u64, ListExtras)>>,
     streams: AtomicUsize,
+    /// Open event streams per tenant.
+    tenant_streams: Mutex<HashMap<String, usize>>,
     shutdown: watch::Sender<bool>,
     openapi: OnceLock<Bytes>,
     log: Log,
@@ -522,6 +524,7 @@ impl Server {
             pending: Mutex::new(HashMap::new()),
             extras: Mutex::new(HashMap::new()),
             streams: AtomicUsize::new(0),
+            tenant_streams: Mutex::new(HashMap::new()),
             shutdown: watch::channel(false).0,
             openapi: OnceLock::new(),
             log,
