@@ -426,8 +426,29 @@ async fn setup_failed(
     }
 }
 
+/// Marks a finished run's job done once the database answers again: once
+/// a second, for two minutes. Taken over meanwhile (fenced), the new holder
+/// finds the run ended and marks it done itself.
+async fn mark_done_later(ctx: Arc<Ctx>, lease: Lease, status: RunStatus) {
+    let run = &lease.run;
+    for _ in 0..120 {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        match ctx.store.finish(&lease).await {
+            Ok(()) => {
+                ctx.say(&format!("run {run} {}; marked done", status.as_str()));
+                return;
+            }
+            Err(StoreError::Fenced { .. }) => return,
+            Err(_) => {}
+        }
+    }
+    ctx.say(&format!(
+        "run {run}: could not mark its job done for two minutes; the next worker to claim it will"
+    ));
+}
+
 /// After a run's task ended: settle its job.
-async fn settle(ctx: &Ctx, held: &Held, run: &RunId, outcome: anyhow::Result<Outcome>) {
+async fn settle(ctx: &Arc<Ctx>, held: &Held, run: &RunId, outcome: anyhow::Result<Outcome>) {
     let lease = held
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
@@ -443,7 +464,16 @@ async fn settle(ctx: &Ctx, held: &Held, run: &RunId, outcome: anyhow::Result<Out
             Err(StoreError::Fenced { .. }) => ctx.say(&format!(
                 "run {run}: fenced out (another worker took its lease over); abandoned it"
             )),
-            Err(e) => ctx.say(&format!("run {run} {} but not marked done: {e}", status.as_str())),
+            Err(e) => {
+                // The database went away (a restart): the run ended on
+                // record; keep trying to mark its job done rather than
+                // leave it claimed until its lease runs out.
+                ctx.say(&format!(
+                    "run {run} {} but not marked done yet ({e}); retrying",
+                    status.as_str()
+                ));
+                tokio::spawn(mark_done_later(Arc::clone(ctx), lease, status));
+            }
         },
         Ok(Outcome::Fenced) => ctx.say(&format!(
             "run {run}: fenced out (another worker took its lease over); abandoned it, wrote nothing more"
