@@ -2345,3 +2345,139 @@ async fn a_tenant_cannot_take_every_event_stream() {
     );
     other.until("end").await;
 }
+
+/// Every documented route answers as its schema says: a run is submitted,
+/// listed, read, streamed as a JSON page, paused for an approval, approved
+/// (and refused once), rejected, resumed and cancelled, and each answer's
+/// JSON — errors included — is checked against the OpenAPI document by
+/// `openapi-schema-validator` (tests/fixtures/check_responses.py).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_documented_route_answers_as_its_schema_says() {
+    let validator = std::env::var("STEPWISE_TEST_OPENAPI_VALIDATOR").unwrap_or_else(|_| {
+        panic!("STEPWISE_TEST_OPENAPI_VALIDATOR is not set: run the tests with scripts/test")
+    });
+    let python = Path::new(&validator).with_file_name("python");
+    let site = Site::new("schemas", "");
+    let server = site.serve(&[]);
+    let mut samples: Vec<Value> = Vec::new();
+    let mut keep = |method: &str, path: &str, a: &Answer| {
+        assert_ne!(a.body, Value::Null, "{method} {path}: not JSON: {a:?}");
+        samples.push(json!({"method": method, "path": path, "status": a.status, "body": a.body}));
+    };
+    let body = json!({
+        "goal": "Save the latency budget",
+        "notes": "rag",
+        "plan": save_plan(),
+        "workspace": "job",
+    });
+    let submitted = server.post("/v1/runs", ACME, body.clone()).await;
+    keep("POST", "/v1/runs", &submitted);
+    let run = submitted.body["run_id"].as_str().unwrap().to_owned();
+    let refused = server.post("/v1/runs", ACME, json!({"goal": ""})).await;
+    keep("POST", "/v1/runs", &refused);
+    server.wait_for(ACME, &run, &["awaiting_approval"]).await;
+    keep("GET", "/v1/runs", &server.get("/v1/runs", ACME).await);
+    keep(
+        "GET",
+        "/v1/runs/{id}",
+        &server.get(&format!("/v1/runs/{run}"), ACME).await,
+    );
+    keep(
+        "GET",
+        "/v1/runs/{id}",
+        &server.get("/v1/runs/nope", ACME).await,
+    );
+    keep(
+        "GET",
+        "/v1/runs/{id}/events",
+        &server.get(&format!("/v1/runs/{run}/events"), ACME).await,
+    );
+    let pending = server.get(&format!("/v1/runs/{run}/approvals"), ACME).await;
+    keep("GET", "/v1/runs/{id}/approvals", &pending);
+    let hash = pending.body["steps"][0]["args_hash"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let approve = format!("/v1/runs/{run}/approve");
+    keep(
+        "POST",
+        "/v1/runs/{id}/approve",
+        &server.post(&approve, ACME, json!({})).await,
+    );
+    let approved = server
+        .post(
+            &approve,
+            ACME,
+            json!({"steps": [{"step": "save", "args_hash": hash}]}),
+        )
+        .await;
+    keep("POST", "/v1/runs/{id}/approve", &approved);
+    server.wait_for(ACME, &run, &["ok"]).await;
+    keep(
+        "GET",
+        "/v1/runs/{id}",
+        &server.get(&format!("/v1/runs/{run}"), ACME).await,
+    );
+    // A second run: rejected, resumed, then cancelled while it waits.
+    let other = server.submit(ACME, body).await;
+    server.wait_for(ACME, &other, &["awaiting_approval"]).await;
+    keep(
+        "POST",
+        "/v1/runs/{id}/reject",
+        &server
+            .post(
+                &format!("/v1/runs/{other}/reject"),
+                ACME,
+                json!({"reason": "not now"}),
+            )
+            .await,
+    );
+    keep(
+        "POST",
+        "/v1/runs/{id}/resume",
+        &server
+            .post(&format!("/v1/runs/{other}/resume"), ACME, json!({}))
+            .await,
+    );
+    server.wait_for(ACME, &other, &["awaiting_approval"]).await;
+    keep(
+        "POST",
+        "/v1/runs/{id}/cancel",
+        &server
+            .post(&format!("/v1/runs/{other}/cancel"), ACME, json!({}))
+            .await,
+    );
+    keep(
+        "POST",
+        "/v1/runs/{id}/cancel",
+        &server
+            .post(&format!("/v1/runs/{other}/cancel"), ACME, json!({}))
+            .await,
+    );
+    let openapi = server
+        .http
+        .get(format!("{}/v1/openapi.json", server.url))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let doc_file = site.path().join("openapi.json");
+    std::fs::write(&doc_file, openapi).unwrap();
+    let samples_file = site.path().join("samples.json");
+    std::fs::write(&samples_file, Value::Array(samples).to_string()).unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/check_responses.py");
+    let checked = std::process::Command::new(&python)
+        .arg(&script)
+        .arg(&doc_file)
+        .arg(&samples_file)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", python.display()));
+    assert!(
+        checked.status.success(),
+        "responses that do not match the OpenAPI document:\n{}{}",
+        String::from_utf8_lossy(&checked.stdout),
+        String::from_utf8_lossy(&checked.stderr)
+    );
+}
