@@ -159,17 +159,29 @@ pub(crate) fn check_allowed_tools(constraints: &Constraints, host: &Host) -> Cli
     let available = session::available_tools(host);
     let problems: Vec<String> = allowed
         .iter()
-        .filter(|tool| !available.contains(tool) && !session::from_mcp(tool, host))
-        .map(|tool| match session::needs(tool, host) {
-            Some(flag) => format!("{tool} needs {flag}"),
-            None => format!("there is no tool named {tool:?}"),
-        })
+        .filter_map(|tool| unusable(tool, host, &available))
         .collect();
+    refuse("allowed_tools names", &problems, &available)
+}
+
+/// Why a run with these settings cannot call `tool`, if it cannot.
+fn unusable(tool: &str, host: &Host, available: &[String]) -> Option<String> {
+    if available.iter().any(|a| a == tool) || session::from_mcp(tool, host) {
+        return None;
+    }
+    Some(match session::needs(tool, host) {
+        Some(flag) => format!("{tool} needs {flag}"),
+        None => format!("there is no tool named {tool:?}"),
+    })
+}
+
+/// A usage error naming every tool `what` names that the run cannot use.
+fn refuse(what: &str, problems: &[String], available: &[String]) -> CliResult {
     if problems.is_empty() {
         return Ok(());
     }
     Err(CliError::usage(anyhow!(
-        "allowed_tools names tools the run cannot use: {}; the available tools are {}",
+        "{what} tools the run cannot use: {}; the available tools are {}",
         problems.join("; "),
         available.join(", ")
     )))
@@ -183,28 +195,16 @@ pub(crate) fn check_plan_tools(plan: Option<&serde_json::Value>, host: &Host) ->
         return Ok(());
     };
     let available = session::available_tools(host);
-    let mut problems: Vec<String> = Vec::new();
-    for step in steps {
-        let Some(tool) = step.get("tool").and_then(|t| t.as_str()) else {
-            continue;
-        };
-        if available.iter().any(|a| a == tool) || session::from_mcp(tool, host) {
-            continue;
-        }
-        let id = step.get("id").and_then(|i| i.as_str()).unwrap_or("?");
-        problems.push(match session::needs(tool, host) {
-            Some(flag) => format!("step {id}: {tool} needs {flag}"),
-            None => format!("step {id}: there is no tool named {tool:?}"),
-        });
-    }
-    if problems.is_empty() {
-        return Ok(());
-    }
-    Err(CliError::usage(anyhow!(
-        "the plan names tools the run cannot use: {}; the available tools are {}",
-        problems.join("; "),
-        available.join(", ")
-    )))
+    let problems: Vec<String> = steps
+        .iter()
+        .filter_map(|step| {
+            let tool = step.get("tool").and_then(|t| t.as_str())?;
+            let why = unusable(tool, host, &available)?;
+            let id = step.get("id").and_then(|i| i.as_str()).unwrap_or("?");
+            Some(format!("step {id}: {why}"))
+        })
+        .collect();
+    refuse("the plan names", &problems, &available)
 }
 
 /// Prints a run's output (`run` and `resume`), and returns its status as
