@@ -82,6 +82,6 @@ fn dispatch(cli: &Cli) -> CliResult {
         Command::Bench(args) => cmd::bench::bench(args),
         Command::Migrate => cmd::migrate::migrate(db),
         Command::Worker(args) => cmd::worker::worker(args, db),
-        Command::Workers(args) => cmd::worker::workers(args, db),
+        Command::Workers(args) => cmd::workers::workers(args, db),
     }
 }

@@ -20,3 +20,4 @@ pub(crate) mod strategies;
 pub(crate) mod tools;
 pub(crate) mod wiring;
 pub(crate) mod worker;
+pub(crate) mod workers;
