@@ -34,6 +34,14 @@ pub(crate) struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
+    /// Runs an MCP server and ends it when the stepwise process that started
+    /// it dies (internal: stepwise starts its stdio servers through it).
+    #[command(name = "mcp-guard", hide = true)]
+    McpGuard {
+        /// The server's command and its arguments.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+        argv: Vec<std::ffi::OsString>,
+    },
     /// Run a goal over a folder of notes, offline: plan, search, assess,
     /// replan, and write a cited brief that names its gaps.
     ///

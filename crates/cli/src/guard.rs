@@ -1,9 +1,10 @@
-//! Side-effect tools guarded by the run's lease: right before a call with a
+//! Guards. Side-effect tools guarded by the run's lease: right before a call with a
 //! side effect leaves, the idempotency log is asked whether the run's lease
 //! still holds ([`IdempotencyLog::check_held`]); if not — a worker frozen
 //! (SIGSTOP, a long pause) past its lease, whose run another worker took
 //! over — the call is not made. What remains is the time between that
-//! check and the call's first byte (docs/durability.md).
+//! check and the call's first byte (docs/durability.md). And MCP servers
+//! guarded by their starter's life ([`mcp_guard`]).
 
 use std::sync::Arc;
 
@@ -31,6 +32,55 @@ impl DynTool for Guarded {
             }
             self.tool.call_json(ctx, args).await
         })
+    }
+}
+
+/// `stepwise mcp-guard COMMAND ARGS…`: runs an MCP server with this
+/// process's stdin, stdout and stderr, and ends it when the process that
+/// started the guard (a run, a worker, the server) dies — seen as this
+/// process being handed to another parent — so a server that does not exit
+/// when its stdin closes is not left running. Exits with the server's code.
+pub(crate) fn mcp_guard(argv: &[std::ffi::OsString]) -> crate::error::CliResult {
+    use anyhow::anyhow;
+    let Some((command, args)) = argv.split_first() else {
+        return Err(crate::error::CliError::usage(anyhow!(
+            "mcp-guard needs a command"
+        )));
+    };
+    let parent = std::os::unix::process::parent_id();
+    let mut child = std::process::Command::new(command)
+        .args(args)
+        .spawn()
+        .map_err(|e| {
+            let name = std::path::Path::new(command).display();
+            let hint = match e.kind() {
+                std::io::ErrorKind::NotFound => format!(" (is `{name}` installed and on PATH?)"),
+                _ => String::new(),
+            };
+            crate::error::CliError::usage(anyhow!("cannot start {name}: {e}{hint}"))
+        })?;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => std::process::exit(status.code().unwrap_or(1)),
+            Ok(None) => {}
+            Err(_) => std::process::exit(1),
+        }
+        if std::os::unix::process::parent_id() != parent {
+            // Its starter is gone: so is the reason to run.
+            let _ = child.kill();
+            let _ = child.wait();
+            std::process::exit(0);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
+/// The argv prefix stdio MCP servers are started through: this program's
+/// own `mcp-guard` (none if its path cannot be found).
+pub(crate) fn mcp_guard_argv() -> Vec<std::ffi::OsString> {
+    match std::env::current_exe() {
+        Ok(exe) => vec![exe.into_os_string(), "mcp-guard".into(), "--".into()],
+        Err(_) => Vec::new(),
     }
 }
 

@@ -53,6 +53,9 @@ fn main() -> ExitCode {
 /// Runs the subcommand.
 fn dispatch(cli: &Cli) -> CliResult {
     let db = cli.db.as_ref();
+    // Stdio MCP servers are started through this program's guard, which
+    // ends them if this process dies without stopping them.
+    stepwise_mcp::set_guard(guard::mcp_guard_argv());
     // Traces of the commands that drive runs, flushed when `_flush` drops.
     let trace = match &cli.command {
         Command::Run(args) => Some(&args.trace),
@@ -83,5 +86,6 @@ fn dispatch(cli: &Cli) -> CliResult {
         Command::Migrate => cmd::migrate::migrate(db),
         Command::Worker(args) => cmd::worker::worker(args, db),
         Command::Workers(args) => cmd::workers::workers(args, db),
+        Command::McpGuard { argv } => guard::mcp_guard(argv),
     }
 }

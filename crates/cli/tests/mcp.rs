@@ -513,7 +513,8 @@ fn probe_pid(dir: &Dir) -> u32 {
     let found: Vec<u32> = dir
         .processes()
         .into_iter()
-        .filter(|(_, cmd)| cmd.contains("probe.mjs"))
+        // The server itself, not the guard it runs under.
+        .filter(|(_, cmd)| cmd.contains("probe.mjs") && !cmd.contains("mcp-guard"))
         .map(|(pid, _)| pid)
         .collect();
     assert_eq!(found.len(), 1, "{:?}", dir.processes());
@@ -814,4 +815,37 @@ fn a_worker_frozen_past_its_lease_does_not_make_its_side_effect_call() {
     frozen.kill();
     taker.kill();
     assert_eq!(dir.ledger_lines(), 0, "the frozen worker made its call");
+}
+
+/// A server that does not exit when its stdin closes is still ended when
+/// the `stepwise` process that started it is killed with SIGKILL (which
+/// leaves it no chance to stop its servers): each stdio server runs under
+/// `stepwise mcp-guard`, which ends it once its starter is gone.
+#[test]
+fn a_server_that_lingers_is_ended_when_its_starter_is_killed() {
+    let dir = Dir::new("linger");
+    let probe = npm_dir().join("servers/probe.mjs").display().to_string();
+    dir.config(&format!(
+        "\n[mcp.servers.linger]\ncommand = \"node\"\nargs = [{probe:?}, {tag:?}, \"--linger\"]\n",
+        tag = dir.path().display().to_string()
+    ));
+    dir.plan(json!([
+        find(),
+        step("echo", "linger.echo", json!({"text": "hi"}), &["find"])
+    ]));
+    let delay = [("STEPWISE_TOOL_DELAY_MS", "3000")];
+    let (mut child, _, _rest) = start_until(&dir, "run_linger", &[], &delay, "[echo] running");
+    // The lingering server, under its guard.
+    let lingering: Vec<(u32, String)> = dir
+        .processes()
+        .into_iter()
+        .filter(|(_, cmd)| cmd.contains("--linger"))
+        .collect();
+    assert!(
+        lingering.iter().any(|(_, cmd)| cmd.contains("mcp-guard")),
+        "{lingering:#?}"
+    );
+    child.kill();
+    let _ = child.wait();
+    dir.assert_no_orphans("kill -9 of stepwise with a server that lingers");
 }

@@ -22,6 +22,25 @@ use rmcp::{ClientHandler, serve_client};
 use tokio::io::AsyncBufReadExt;
 
 use crate::config::{Endpoint, ServerConfig};
+
+/// The program stdio servers are started through, if one is set
+/// ([`set_guard`]).
+static GUARD: std::sync::OnceLock<Vec<std::ffi::OsString>> = std::sync::OnceLock::new();
+
+/// Starts every stdio server as `GUARD… COMMAND ARGS…`: a program that runs
+/// the server and ends it when the process that started it dies, even by
+/// `kill -9` (which leaves no chance to stop the servers, and a server that
+/// does not exit when its stdin closes would be orphaned). `stepwise` sets
+/// its own `mcp-guard`. Set once per process; later calls are ignored.
+pub fn set_guard(argv: Vec<std::ffi::OsString>) {
+    if !argv.is_empty() {
+        let _ = GUARD.set(argv);
+    }
+}
+
+fn guard() -> Option<&'static Vec<std::ffi::OsString>> {
+    GUARD.get()
+}
 use crate::error::{McpError, Stderr};
 
 /// Where a server's diagnostics go: every line it writes on stderr, its
@@ -354,7 +373,15 @@ impl Server {
         };
         match self.config.endpoint() {
             Some(Endpoint::Stdio { command, args }) => {
-                let mut cmd = tokio::process::Command::new(command);
+                let mut cmd = match guard() {
+                    // Through the guard: it ends the server if this process dies.
+                    Some(guard) => {
+                        let mut cmd = tokio::process::Command::new(&guard[0]);
+                        cmd.args(&guard[1..]).arg(command);
+                        cmd
+                    }
+                    None => tokio::process::Command::new(command),
+                };
                 cmd.args(args)
                     .envs(&self.config.env)
                     .stdin(Stdio::piped())

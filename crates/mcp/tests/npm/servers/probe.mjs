@@ -10,6 +10,8 @@
 //   node probe.mjs --http PORT     streamable HTTP on 127.0.0.1:PORT/mcp
 //                                  (PROBE_TOKEN set: a bearer token is required)
 //   node probe.mjs --fail-start    writes to stderr and exits 3 before speaking
+//   node probe.mjs --linger        does not exit when its stdin closes (as some
+//                                  servers do not): only a signal ends it
 //
 // PROBE_LEDGER: the file `append` appends to (one line per call).
 import { appendFileSync, readFileSync } from "node:fs";
@@ -24,6 +26,10 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 
 const args = process.argv.slice(2);
+if (args.includes("--linger")) {
+  // Something to wait for forever: stdin's end alone does not stop it.
+  setInterval(() => {}, 1 << 30);
+}
 if (args.includes("--fail-start")) {
   process.stderr.write("probe: cannot open the database /nowhere/probe.db\n");
   process.exit(3);
