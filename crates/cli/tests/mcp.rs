@@ -849,3 +849,69 @@ fn a_server_that_lingers_is_ended_when_its_starter_is_killed() {
     let _ = child.wait();
     dir.assert_no_orphans("kill -9 of stepwise with a server that lingers");
 }
+
+/// A worker starts each configured MCP server once and shares it across
+/// the runs it works on: four runs through one worker (two at a time) see
+/// one probe process, not one per run; it stops with the worker.
+#[test]
+fn a_worker_shares_its_mcp_servers_across_its_runs() {
+    use stepwise_store::postgres::testing::ScratchDb;
+    let db = ScratchDb::new("mcp-shared").unwrap_or_else(|e| panic!("{e}"));
+    let dir = Dir::new("shared");
+    dir.config("");
+    let pg = |s: Stepwise| s.current_dir(dir.path()).env("STEPWISE_DB", db.url());
+    assert_eq!(pg(Stepwise::new()).arg("migrate").run().code, 0);
+    let plan = dir.plan(json!([
+        find(),
+        step("echo", "probe.echo", json!({"text": "hi"}), &["find"])
+    ]));
+    let notes = notes();
+    for i in 0..4 {
+        let id = format!("run_shared_{i}");
+        let queued = pg(Stepwise::new())
+            .args([
+                "run", GOAL, "--notes", &notes, "--plan", &plan, "--run-id", &id, "--detach",
+                "--quiet",
+            ])
+            .run();
+        assert_eq!(queued.code, 0, "{}", queued.stderr);
+    }
+    let mut worker = pg(Stepwise::new())
+        .env("STEPWISE_TOOL_DELAY_MS", "300")
+        .args([
+            "worker",
+            "--concurrency",
+            "2",
+            "--poll-ms",
+            "50",
+            "--quiet",
+            "--drain",
+        ])
+        .stderr(Stdio::null())
+        .spawn();
+    let mut seen = std::collections::BTreeSet::new();
+    let until = std::time::Instant::now() + Duration::from_secs(60);
+    let done = || {
+        db.query("SELECT count(*)::text FROM stepwise.runs WHERE run_id LIKE 'run_shared_%' AND status = 'ok'")
+            .unwrap()[0][0]
+            .clone()
+            .unwrap_or_default()
+            == "4"
+    };
+    while !done() {
+        assert!(
+            std::time::Instant::now() < until,
+            "the runs did not finish within 60 s"
+        );
+        seen.extend(
+            dir.processes()
+                .into_iter()
+                .filter(|(_, cmd)| cmd.contains("probe.mjs") && !cmd.contains("mcp-guard"))
+                .map(|(pid, _)| pid),
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(seen.len(), 1, "one probe for four runs: {seen:?}");
+    let _ = worker.wait();
+    dir.assert_no_orphans("the worker drained and stopped");
+}

@@ -250,6 +250,7 @@ impl ServeLauncher {
             corpus: Arc::new(loaded.corpus),
             approve,
             mcp_log: crate::mcp::log_path(self.store.file(), run.as_str()),
+            shared: None,
             idempotency: Arc::clone(&self.store) as _,
             sinks: vec![
                 Arc::new(StoreSink::new(

@@ -45,7 +45,7 @@ use tokio::task::JoinSet;
 
 use crate::cli::{ApproveMode, WorkerArgs};
 use crate::cmd::pickup::{self, Pickup, Recorded};
-use crate::cmd::wiring::Wiring;
+use crate::cmd::wiring::{SharedServers, Wiring};
 use crate::config::Config;
 use crate::db;
 use crate::error::{CliError, CliResult};
@@ -150,6 +150,8 @@ struct Ctx {
     id: String,
     quiet: bool,
     lease_ms: u64,
+    /// The MCP servers this worker's runs share (one set per configuration).
+    mcp: SharedServers,
 }
 
 impl Ctx {
@@ -311,6 +313,7 @@ async fn work(ctx: Arc<Ctx>, job: Job, again: Option<Resume>) -> anyhow::Result<
         corpus: Arc::new(loaded.corpus),
         approve,
         mcp_log: None,
+        shared: Some(&ctx.mcp),
         idempotency: Arc::new(store.fenced_log(&run, lease.fence)),
         sinks: vec![Arc::new(Fenced {
             store: Arc::clone(&store),
@@ -515,6 +518,7 @@ async fn serve(args: &WorkerArgs, store: Arc<PgStore>) -> anyhow::Result<()> {
         id: id.clone(),
         quiet: args.quiet,
         lease_ms: args.lease_ms,
+        mcp: SharedServers::default(),
     });
     ctx.say(&format!(
         "started on {} (concurrency {}, lease {} ms)",
@@ -621,6 +625,7 @@ async fn serve(args: &WorkerArgs, store: Arc<PgStore>) -> anyhow::Result<()> {
             break;
         }
     }
+    ctx.mcp.shutdown().await;
     let _ = store.set_worker_state(&id, "stopped").await;
     ctx.say("stopped");
     Ok(())
