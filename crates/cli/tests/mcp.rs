@@ -876,7 +876,7 @@ fn a_worker_shares_its_mcp_servers_across_its_runs() {
             .run();
         assert_eq!(queued.code, 0, "{}", queued.stderr);
     }
-    let mut worker = pg(Stepwise::new())
+    let worker = pg(Stepwise::new())
         .env("STEPWISE_TOOL_DELAY_MS", "300")
         .args([
             "worker",
