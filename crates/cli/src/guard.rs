@@ -66,9 +66,12 @@ pub(crate) fn mcp_guard(argv: &[std::ffi::OsString]) -> crate::error::CliResult 
             Err(_) => std::process::exit(1),
         }
         if std::os::unix::process::parent_id() != parent {
-            // Its starter is gone: so is the reason to run.
+            // Its starter is gone: so is the reason to run. The guard leads
+            // the server's process group, so what the server started (a
+            // wrapper's child, say) goes too — and the guard with them.
             let _ = child.kill();
             let _ = child.wait();
+            stepwise_mcp::kill_group(Some(std::process::id()));
             std::process::exit(0);
         }
         std::thread::sleep(std::time::Duration::from_millis(200));

@@ -45,7 +45,7 @@ pub use config::{
     DEFAULT_STARTUP_TIMEOUT_MS, DEFAULT_TIMEOUT_MS, ServerConfig, ToolOverride, split_command_line,
 };
 pub use error::{McpError, Stderr};
-pub use server::{LogFn, LogKind, LogLine, Options, set_guard};
+pub use server::{LogFn, LogKind, LogLine, Options, kill_group, set_guard};
 pub use tool::{Hints, ToolInfo};
 
 use crate::server::Server;

@@ -227,7 +227,7 @@ impl Connection {
 
 /// SIGKILL to a process group that should be gone already (its leader may
 /// have left children behind). A group that no longer exists is fine.
-fn kill_group(pgid: Option<u32>) {
+pub fn kill_group(pgid: Option<u32>) {
     #[cfg(unix)]
     if let Some(pgid) = pgid.and_then(|p| i32::try_from(p).ok()).filter(|p| *p > 1) {
         let _ = nix::sys::signal::killpg(
