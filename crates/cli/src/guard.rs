@@ -89,21 +89,16 @@ pub(crate) fn mcp_guard_argv() -> Vec<std::ffi::OsString> {
 
 /// `tools` with each side-effect tool guarded by `log`.
 pub(crate) fn guarded(tools: ToolRegistry, log: &Arc<dyn IdempotencyLog>) -> ToolRegistry {
-    let mut out = ToolRegistry::new();
-    for spec in tools.specs() {
-        let Some(tool) = tools.get(&spec.name) else {
-            continue;
-        };
-        if spec.side_effect {
-            out.register_dyn(Arc::new(Guarded {
-                tool: Arc::clone(tool),
+    tools.map(|tool| {
+        if tool.spec().side_effect {
+            Arc::new(Guarded {
+                tool,
                 log: Arc::clone(log),
-            }));
+            })
         } else {
-            out.register_dyn(Arc::clone(tool));
+            tool
         }
-    }
-    out
+    })
 }
 
 #[cfg(test)]

@@ -278,16 +278,12 @@ fn slowed(tools: ToolRegistry) -> ToolRegistry {
     else {
         return tools;
     };
-    let mut out = ToolRegistry::new();
-    for spec in tools.specs() {
-        if let Some(tool) = tools.get(&spec.name) {
-            out.register_dyn(Arc::new(Slowed {
-                tool: Arc::clone(tool),
-                delay: std::time::Duration::from_millis(ms),
-            }));
-        }
-    }
-    out
+    tools.map(|tool| {
+        Arc::new(Slowed {
+            tool,
+            delay: std::time::Duration::from_millis(ms),
+        })
+    })
 }
 
 /// Loads the corpus, reporting skipped files on stderr.

@@ -292,6 +292,17 @@ impl ToolRegistry {
         self.tools.values().map(|t| t.spec().clone()).collect()
     }
 
+    /// Each tool replaced by what `wrap` makes of it (a wrapper that
+    /// slows, guards or stands in for it), under the name its result gives.
+    #[must_use]
+    pub fn map(self, mut wrap: impl FnMut(Arc<dyn DynTool>) -> Arc<dyn DynTool>) -> Self {
+        let mut out = Self::new();
+        for tool in self.tools.into_values() {
+            out.register_dyn(wrap(tool));
+        }
+        out
+    }
+
     /// A catalogue of these tools for validation.
     pub fn catalog(&self) -> Result<ToolCatalog, CatalogError> {
         ToolCatalog::new(self.specs())

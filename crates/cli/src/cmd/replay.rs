@@ -53,22 +53,16 @@ pub(crate) fn without_side_effects(tools: ToolRegistry, original: &RunState) -> 
             .map(|(k, r)| (k.clone(), r.output.clone()))
             .collect(),
     );
-    let mut out = ToolRegistry::new();
-    for spec in tools.specs() {
-        match tools.get(&spec.name) {
-            Some(_) if spec.side_effect => {
-                out.register_dyn(Arc::new(Recorded {
-                    spec,
-                    outputs: Arc::clone(&outputs),
-                }));
-            }
-            Some(tool) => {
-                out.register_dyn(Arc::clone(tool));
-            }
-            None => {}
+    tools.map(|tool| {
+        if tool.spec().side_effect {
+            Arc::new(Recorded {
+                spec: tool.spec().clone(),
+                outputs: Arc::clone(&outputs),
+            })
+        } else {
+            tool
         }
-    }
-    out
+    })
 }
 
 /// What two runs must agree on.
