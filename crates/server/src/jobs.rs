@@ -178,8 +178,6 @@ impl Jobs {
         }
     }
 
-    /// Queues work on `run` (a fresh run, a client's resume, or a run to
-    /// continue after a restart).
     /// Reserves a place in the queue for a run about to be recorded;
     /// refused (`queue_full`) when the queue and the places already held
     /// reach `max_queued`.
@@ -188,10 +186,7 @@ impl Jobs {
         if self.is_closed() {
             return Err(shutting_down());
         }
-        let queued = queued(&entries) + self.reserved.load(Ordering::SeqCst);
-        if queued >= self.max_queued {
-            return Err(queue_full(queued));
-        }
+        self.room(&entries)?;
         self.reserved.fetch_add(1, Ordering::SeqCst);
         Ok(Slot {
             jobs: Arc::clone(self),
@@ -199,6 +194,18 @@ impl Jobs {
         })
     }
 
+    /// `queue_full` when the runs queued and the places held reach
+    /// `max_queued` (`entries` locked by the caller).
+    fn room(&self, entries: &HashMap<RunId, Entry>) -> Result<(), ApiError> {
+        let queued = queued(entries) + self.reserved.load(Ordering::SeqCst);
+        if queued >= self.max_queued {
+            return Err(queue_full(queued));
+        }
+        Ok(())
+    }
+
+    /// Queues work on `run` (a fresh run, a client's resume, or a run to
+    /// continue after a restart), as `admit` lets it in.
     pub(crate) fn submit(
         self: &Arc<Self>,
         shared: &Arc<Shared>,
@@ -214,12 +221,7 @@ impl Jobs {
             return Err(busy(&run, e.phase));
         }
         match admit {
-            Admit::Queue => {
-                let queued = queued(&entries) + self.reserved.load(Ordering::SeqCst);
-                if queued >= self.max_queued {
-                    return Err(queue_full(queued));
-                }
-            }
+            Admit::Queue => self.room(&entries)?,
             Admit::Reserved(mut slot) => {
                 // Its place becomes the entry below, in this one step.
                 slot.used = true;
