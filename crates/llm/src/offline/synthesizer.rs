@@ -230,19 +230,24 @@ impl Synthesizer for OfflineSynthesizer {
                 own_gaps.push(gap_for(&question));
                 continue;
             }
-            let table = figures_table(state, &picks);
+            let mut figures = Vec::new();
             for p in picks {
                 let _ = writeln!(text, "- {} [{}]", p.sentence, p.note_id);
-                cited
+                let title = cited
                     .entry(p.note_id.clone())
                     .or_insert_with(|| title_of(state, &p.note_id));
+                figures.extend(
+                    stepwise_tools::figure_rows(title, &p.sentence)
+                        .into_iter()
+                        .map(|r| (r, p.note_id.clone())),
+                );
                 evidence_list.push(Evidence {
                     source_id: p.note_id,
                     step: p.step,
                     quote: p.sentence,
                 });
             }
-            text.push_str(&table);
+            text.push_str(&figures_table(&figures));
         }
         let tools = tool_sections(state);
         text.push_str(&tools.text);
@@ -345,14 +350,7 @@ fn ordered_gaps(state: &RunState) -> Vec<&String> {
 /// The figures of a section's cited sentences side by side (subject, what
 /// is measured, value, source), so alternatives compare at a glance; empty
 /// with fewer than two figures.
-fn figures_table(state: &RunState, picks: &[Pick]) -> String {
-    let mut rows = Vec::new();
-    for p in picks {
-        let title = title_of(state, &p.note_id);
-        for r in stepwise_tools::figure_rows(&title, &p.sentence) {
-            rows.push((r, &p.note_id));
-        }
-    }
+fn figures_table(rows: &[(stepwise_tools::FigureRow, String)]) -> String {
     if rows.len() < 2 {
         return String::new();
     }
