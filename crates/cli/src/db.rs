@@ -117,8 +117,14 @@ pub(crate) fn holder() -> String {
 /// `$HOSTNAME`, which shells set but do not export) and the first eight
 /// characters of `/etc/machine-id`, so two machines that share a host name
 /// are still two (`vm.3d1219c7`). `STEPWISE_HOST` overrides it — a test
-/// seam for workers "on other hosts".
+/// seam for workers "on other hosts". Read once: every lease taken and
+/// every holder judged asks for it.
 pub(crate) fn host() -> String {
+    static HOST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    HOST.get_or_init(read_host).clone()
+}
+
+fn read_host() -> String {
     if let Some(h) = std::env::var("STEPWISE_HOST")
         .ok()
         .filter(|h| !h.is_empty())
