@@ -395,18 +395,13 @@ async fn setup_failed(
     let state = match (existing, spec) {
         (Some(state), _) => state,
         (None, Some(spec)) => {
-            let bounds = stepwise_core::RunConfig::default();
-            let constraints = spec.constraints;
-            kinds.push(stepwise_core::EventKind::RunStarted {
-                run_id: run.clone(),
-                input: spec.goal,
-                max_replans: constraints.max_replans.unwrap_or(bounds.max_replans),
-                max_steps: constraints.max_steps.unwrap_or(bounds.max_steps),
-                constraints: Box::new(constraints),
-                max_repairs: bounds.max_repairs,
-                host: spec.host,
-                strategy: spec.strategy,
-            });
+            kinds.push(stepwise_core::RunConfig::default().started_event(
+                run.clone(),
+                &spec.goal,
+                spec.constraints,
+                spec.host,
+                &spec.strategy,
+            ));
             stepwise_core::RunState::default()
         }
         (None, None) => {

@@ -80,6 +80,31 @@ pub enum AssessMode {
     Auto,
 }
 
+impl RunConfig {
+    /// The `run_started` event of a run under these bounds (the
+    /// constraints' where they set one): what [`Engine::started_event`]
+    /// records, and what a host records for a run it could not start.
+    pub fn started_event(
+        &self,
+        run_id: RunId,
+        input: &str,
+        constraints: Constraints,
+        host: Value,
+        strategy: &str,
+    ) -> EventKind {
+        EventKind::RunStarted {
+            run_id,
+            input: input.to_owned(),
+            max_replans: constraints.max_replans.unwrap_or(self.max_replans),
+            max_steps: constraints.max_steps.unwrap_or(self.max_steps),
+            constraints: Box::new(constraints),
+            max_repairs: self.max_repairs,
+            host,
+            strategy: strategy.to_owned(),
+        }
+    }
+}
+
 impl Default for RunConfig {
     fn default() -> Self {
         Self {
@@ -260,16 +285,8 @@ impl Engine {
         constraints: Constraints,
         host: Value,
     ) -> EventKind {
-        EventKind::RunStarted {
-            run_id,
-            input: input.to_owned(),
-            max_replans: constraints.max_replans.unwrap_or(self.config.max_replans),
-            max_steps: constraints.max_steps.unwrap_or(self.config.max_steps),
-            constraints: Box::new(constraints),
-            max_repairs: self.config.max_repairs,
-            host,
-            strategy: self.strategy.name().to_owned(),
-        }
+        self.config
+            .started_event(run_id, input, constraints, host, self.strategy.name())
     }
 
     /// Runs to the end a run whose log holds only its `run_started` event
