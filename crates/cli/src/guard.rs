@@ -1,5 +1,5 @@
-//! Guards. Side-effect tools guarded by the run's lease: right before a call with a
-//! side effect leaves, the idempotency log is asked whether the run's lease
+//! Guards. Side-effect tools guarded by the run's lease: right before a
+//! call with a side effect leaves, the idempotency log is asked whether the run's lease
 //! still holds ([`IdempotencyLog::check_held`]); if not — a worker frozen
 //! (SIGSTOP, a long pause) past its lease, whose run another worker took
 //! over — the call is not made. What remains is the time between that

@@ -1,8 +1,9 @@
 //! A picked-up run's engine, wired as `stepwise serve` and `stepwise worker`
 //! both wire it: the run's recorded settings through the one
 //! [`EngineBuilder`], its MCP servers started for this piece of work (and
-//! stopped after it) or, in a worker, shared by its runs, the store's idempotency log, the sinks that record
-//! its events fenced by the run's lease, and tracing. One place, so a run
+//! stopped after it) or, in a worker, shared by its runs, the store's
+//! idempotency log, the sinks that record its events fenced by the run's
+//! lease, and tracing. One place, so a run
 //! the server works on and one a worker takes over run the same way; what
 //! to do with the run ([`crate::cmd::pickup`]) is decided before this.
 
