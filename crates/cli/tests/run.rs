@@ -220,6 +220,65 @@ fn nothing_matching_is_needs_review_with_gaps_not_a_report() {
     assert!(!out.stdout.contains("## Sources"));
 }
 
+/// A long goal (a pasted document) is written once in run_started (the raw
+/// input) and once in input_prepared (the goal), and otherwise only where
+/// the offline planner makes the whole goal the plan's one question (that
+/// step's description and criterion, and its assessment). No step event
+/// repeats it, and the brief's heading shows its first words.
+#[test]
+fn a_long_goal_is_not_repeated_in_every_event() {
+    let goal = format!(
+        "{GOAL} Context follows. {}",
+        "Tickets mention refunds and latency. ".repeat(60)
+    );
+    let goal = goal.trim_end();
+    let home = std::sync::Arc::new(common::Home::new());
+    let notes = notes();
+    let out = Stepwise::in_home(&home)
+        .args([
+            "run",
+            goal,
+            "--notes",
+            notes.to_str().unwrap(),
+            "--json",
+            "--quiet",
+        ])
+        .run();
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let json: Value = serde_json::from_str(&out.stdout).unwrap();
+    let run_id = json["run_id"].as_str().unwrap();
+    let report = json["final_report"].as_str().unwrap();
+    let heading = report.lines().next().unwrap();
+    assert!(
+        heading.starts_with(&format!("# {GOAL}")) && heading.ends_with('…'),
+        "{heading}"
+    );
+    assert!(heading.len() < 400, "{heading}");
+
+    let events = Stepwise::in_home(&home)
+        .args(["show", run_id, "--events", "--json"])
+        .run();
+    assert_eq!(events.code, 0, "{}", events.stderr);
+    let events: Vec<Value> = serde_json::from_str(&events.stdout).unwrap();
+    // The goal's tail: a shortened heading or query does not reach it.
+    let tail = format!(
+        "Context follows. {}",
+        "Tickets mention refunds and latency. ".repeat(59)
+    );
+    let tail = tail.trim_end();
+    let copies = |e: &Value| e.to_string().matches(tail).count();
+    let allowed = ["plan_created", "plan_validated", "assessed"];
+    for event in &events {
+        let kind = event["kind"].as_str().unwrap();
+        match kind {
+            "run_started" | "input_prepared" => assert_eq!(copies(event), 1, "{kind}"),
+            _ if allowed.contains(&kind) => {}
+            _ => assert_eq!(copies(event), 0, "{kind} repeats the goal"),
+        }
+    }
+    assert!(events.len() > 10, "{}", events.len());
+}
+
 #[test]
 fn an_empty_goal_fails_with_a_clear_message() {
     let out = run("   ", &["--quiet"]);

@@ -6,14 +6,68 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// What the user asked for, and the limits they set.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+///
+/// In JSON, `input` is left out when it equals `goal` (the usual case), so
+/// a long goal is written once per event rather than twice; reading fills it
+/// back in.
+#[derive(Debug, Clone, PartialEq, JsonSchema)]
 pub struct Goal {
-    /// The raw request, exactly as given.
+    /// The raw request, exactly as given; when absent, the same as `goal`.
+    #[serde(default)]
     pub input: String,
     /// The normalised goal: trimmed, whitespace collapsed.
     pub goal: String,
     /// Audience, length, sections, tools, budgets.
     pub constraints: Constraints,
+}
+
+/// The most characters of a goal a report's heading shows.
+const TITLE_CHARS: usize = 160;
+
+/// A report's heading for `goal`: the goal itself, or, for a long one (a goal
+/// may carry a whole document), its first words up to [`TITLE_CHARS`] and an
+/// ellipsis; the full goal stays in the run's `input_prepared` event.
+pub fn title(goal: &str) -> std::borrow::Cow<'_, str> {
+    let Some((cut, _)) = goal.char_indices().nth(TITLE_CHARS) else {
+        return goal.into();
+    };
+    let head = &goal[..cut];
+    let head = head
+        .rsplit_once(char::is_whitespace)
+        .map_or(head, |(words, _)| words);
+    format!("{}…", head.trim_end()).into()
+}
+
+/// [`Goal`] as written: `input` only when it differs from `goal`.
+#[derive(Serialize, Deserialize)]
+struct GoalWire<'a> {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    input: Option<std::borrow::Cow<'a, str>>,
+    goal: std::borrow::Cow<'a, str>,
+    constraints: std::borrow::Cow<'a, Constraints>,
+}
+
+impl Serialize for Goal {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        GoalWire {
+            input: (self.input != self.goal).then_some(self.input.as_str().into()),
+            goal: self.goal.as_str().into(),
+            constraints: std::borrow::Cow::Borrowed(&self.constraints),
+        }
+        .serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Goal {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let wire = GoalWire::deserialize(deserializer)?;
+        let goal = wire.goal.into_owned();
+        Ok(Goal {
+            input: wire.input.map_or_else(|| goal.clone(), |i| i.into_owned()),
+            goal,
+            constraints: wire.constraints.into_owned(),
+        })
+    }
 }
 
 /// Constraints on a run. Unknown keys are kept in `extra`, so roles can read
@@ -121,6 +175,30 @@ mod tests {
         .unwrap();
         assert_eq!(g.goal, "compare RAG and fine-tuning");
         assert_eq!(g.input, "  compare\n RAG   and  fine-tuning ");
+    }
+
+    #[test]
+    fn a_goal_is_written_once_when_it_is_its_own_input() {
+        let same = Goal::prepare("compare RAG and fine-tuning", Constraints::default()).unwrap();
+        let json = serde_json::to_string(&same).unwrap();
+        assert_eq!(json.matches("compare RAG").count(), 1, "{json}");
+        assert_eq!(serde_json::from_str::<Goal>(&json).unwrap(), same);
+
+        let spaced = Goal::prepare(" compare  RAG ", Constraints::default()).unwrap();
+        let json = serde_json::to_value(&spaced).unwrap();
+        assert_eq!(json["input"], " compare  RAG ");
+        assert_eq!(serde_json::from_value::<Goal>(json).unwrap(), spaced);
+    }
+
+    #[test]
+    fn a_long_goal_is_cut_at_a_word_for_its_title() {
+        assert_eq!(title("compare RAG"), "compare RAG");
+        let long = format!("compare {}", "word ".repeat(100));
+        let t = title(&long);
+        assert!(t.ends_with("word…"), "{t}");
+        assert!(t.chars().count() <= TITLE_CHARS + 1);
+        let korean = "가".repeat(500);
+        assert_eq!(title(&korean).chars().count(), TITLE_CHARS + 1);
     }
 
     #[test]

@@ -15,7 +15,10 @@
 //!   arguments — unless it says `readOnlyHint: true` or the config says so;
 //!   `destructiveHint` is said when the approval is asked for;
 //!   `idempotentHint` decides whether a call interrupted by a crash is re-run
-//!   on resume;
+//!   on resume; each call of it carries the step's idempotency key in its
+//!   request's `_meta` under [`IDEMPOTENCY_KEY_META`], the same key for
+//!   every attempt, so a server that keeps the keys it has acted on can make
+//!   a late or repeated call a no-op;
 //! - a result with `isError: true` is a persistent failure with the
 //!   server's message; a timeout, a crashed process or a dropped session is
 //!   transient — the server is restarted or reconnected and the retry policy
@@ -45,7 +48,7 @@ pub use config::{
     DEFAULT_STARTUP_TIMEOUT_MS, DEFAULT_TIMEOUT_MS, ServerConfig, ToolOverride, split_command_line,
 };
 pub use error::{McpError, Stderr};
-pub use server::{LogFn, LogKind, LogLine, Options, kill_group, set_guard};
+pub use server::{IDEMPOTENCY_KEY_META, LogFn, LogKind, LogLine, Options, kill_group, set_guard};
 pub use tool::{Hints, ToolInfo};
 
 use crate::server::Server;

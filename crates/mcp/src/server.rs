@@ -23,6 +23,10 @@ use tokio::io::AsyncBufReadExt;
 
 use crate::config::{Endpoint, ServerConfig};
 
+/// The `_meta` key of a side-effecting call's idempotency key: stable
+/// across attempts and resumes of one step (see docs/durability.md).
+pub const IDEMPOTENCY_KEY_META: &str = "io.stepwise/idempotency_key";
+
 /// The program stdio servers are started through, if one is set
 /// ([`set_guard`]).
 static GUARD: std::sync::OnceLock<Vec<std::ffi::OsString>> = std::sync::OnceLock::new();
@@ -598,18 +602,25 @@ impl Server {
         }
     }
 
-    /// Calls `tool` (its MCP name) within `timeout_ms`.
+    /// Calls `tool` (its MCP name) within `timeout_ms`; `idempotency_key`,
+    /// if given, goes in the request's `_meta` as [`IDEMPOTENCY_KEY_META`].
     pub(crate) async fn call(
         &self,
         tool: &str,
         arguments: serde_json::Map<String, serde_json::Value>,
+        idempotency_key: Option<&str>,
         timeout_ms: u64,
     ) -> CallOutcome {
         let conn = match self.session().await {
             Ok(conn) => conn,
             Err(why) => return CallOutcome::Unavailable(why),
         };
-        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+        let mut params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+        if let Some(key) = idempotency_key {
+            let mut meta = serde_json::Map::new();
+            meta.insert(IDEMPOTENCY_KEY_META.to_owned(), key.into());
+            params.meta = Some(meta.into());
+        }
         // Dropping the call future (the step was cancelled) sends
         // notifications/cancelled; a timeout drops it the same way.
         let call = conn.peer.call_tool(params);

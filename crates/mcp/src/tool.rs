@@ -197,7 +197,15 @@ impl DynTool for McpTool {
             };
             match self
                 .server
-                .call(&self.info.tool, arguments, self.info.timeout_ms)
+                .call(
+                    &self.info.tool,
+                    arguments,
+                    self.info
+                        .spec
+                        .side_effect
+                        .then_some(ctx.idempotency_key.as_str()),
+                    self.info.timeout_ms,
+                )
                 .await
             {
                 CallOutcome::Answered(result) if result.is_error == Some(true) => Err(

@@ -304,6 +304,14 @@ async fn a_timeout_is_transient_for_a_read_and_fatal_for_an_unrepeatable_side_ef
         .await
         .unwrap();
     assert_eq!(out, json!({"count": 1, "line": "one"}));
+    // It carried the step's idempotency key in `_meta`, under the key the
+    // probe reads.
+    assert_eq!(
+        stepwise_mcp::IDEMPOTENCY_KEY_META,
+        "io.stepwise/idempotency_key"
+    );
+    let keys = std::fs::read_to_string(ledger.with_extension("txt.keys")).unwrap();
+    assert_eq!(keys, format!("{}\n", ctx().idempotency_key));
     shut_down_and_check(servers).await;
 }
 

@@ -43,6 +43,7 @@ fn body(state: &RunState, host: Option<&Host>) -> String {
     } else {
         state.goal.as_str()
     };
+    let goal = stepwise_core::goal::title(goal);
     let mut text = format!("# {title}: {goal}\n\n");
     if let Some(reason) = &state.blocked_reason {
         text.push_str(&format!("**Why:** {reason}\n"));

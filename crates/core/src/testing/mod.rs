@@ -247,7 +247,7 @@ impl Synthesizer for ScriptedSynthesizer {
         if let Some(answer) = self.0.next_answer() {
             return answer.map(Reply::free);
         }
-        let mut text = format!("# {}\n\n", state.goal);
+        let mut text = format!("# {}\n\n", crate::goal::title(&state.goal));
         let mut evidence = Vec::new();
         for (id, result) in &state.step_results {
             let quote = match &result.output {

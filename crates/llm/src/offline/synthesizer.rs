@@ -205,7 +205,7 @@ const NOTHING_CITABLE: &str = "nothing the steps returned could be cited: no ste
 impl Synthesizer for OfflineSynthesizer {
     async fn synthesize(&self, state: &RunState) -> Result<Reply<Report>, RoleError> {
         let lens = Lens::new(&self.lexicon, state);
-        let mut text = format!("# {}\n", state.goal);
+        let mut text = format!("# {}\n", stepwise_core::goal::title(&state.goal));
         if let Some(audience) = &state.constraints.audience {
             let _ = write!(text, "\n_For: {audience}_\n");
         }

@@ -117,6 +117,9 @@ function makeServer() {
         const ledger = process.env.PROBE_LEDGER;
         if (!ledger) return { isError: true, content: [{ type: "text", text: "PROBE_LEDGER is not set" }] };
         appendFileSync(ledger, `${a.line}\n`);
+        // The caller's idempotency key, if it sent one, beside the ledger.
+        const key = request.params._meta?.["io.stepwise/idempotency_key"];
+        if (key !== undefined) appendFileSync(`${ledger}.keys`, `${key}\n`);
         const result = { count: ledgerCount(ledger), line: String(a.line) };
         return { content: [{ type: "text", text: JSON.stringify(result) }], structuredContent: result };
       }
