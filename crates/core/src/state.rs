@@ -202,10 +202,11 @@ pub struct RunState {
     /// The last failure message of each step that failed.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub step_failures: BTreeMap<StepId, String>,
-    /// Where the graph stands between events: the decision held until
-    /// in-flight steps finish. Folded from the log like the rest (so left
-    /// out of the JSON, which holds the log).
-    #[serde(skip)]
+    /// Where the graph stands between events (the decision held until
+    /// in-flight steps finish) and what a resume reads of the log. Folded
+    /// from the log like the rest, and kept in the JSON so that a snapshot
+    /// without the history holds it.
+    #[serde(default, skip_serializing_if = "crate::cursor::Cursor::is_empty")]
     #[schemars(skip)]
     pub cursor: crate::cursor::Cursor,
     /// Where the plan's steps sit, for lookups by id: a cache, not state.

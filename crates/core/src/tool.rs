@@ -371,38 +371,10 @@ impl ToolCatalog {
         self.tools.keys().map(String::as_str)
     }
 
-    /// Schema violations of `args` for tool `name`, as (JSON pointer, message).
-    /// Values that hold a `$step` reference are skipped: their type is only
-    /// known at dispatch, where the resolved arguments are checked again.
-    /// So are open arguments (`{"$open": "..."}` as a top-level value): the
-    /// step executor fills them in and checks the result before the call.
-    /// An open argument still counts as present for `required`.
-    pub fn check_args(&self, name: &str, args: &Value) -> Vec<(String, String)> {
-        let Some((_, validator)) = self.tools.get(name) else {
-            return Vec::new();
-        };
-        validator
-            .iter_errors(args)
-            .filter(|e| {
-                let path = e.instance_path().as_str();
-                !matches!(args.pointer(path), Some(Value::String(s)) if crate::plan::args::is_reference(s))
-                    && !in_open_arg(args, path)
-            })
-            .map(|e| {
-                let path = e.instance_path().as_str();
-                (if path.is_empty() { "/".to_owned() } else { path.to_owned() }, e.to_string())
-            })
-            .collect()
+    /// The argument schema's validator of tool `name` (see
+    /// [`check_args`](Self::check_args), in `plan::args`, which knows what
+    /// a reference and an open argument are).
+    pub(crate) fn validator(&self, name: &str) -> Option<&jsonschema::Validator> {
+        self.tools.get(name).map(|(_, v)| v)
     }
-}
-
-/// Whether the JSON pointer `path` is an open top-level argument of `args`
-/// or lies inside one.
-fn in_open_arg(args: &Value, path: &str) -> bool {
-    let Some(rest) = path.strip_prefix('/') else {
-        return false;
-    };
-    let top = rest.split('/').next().unwrap_or(rest);
-    args.pointer(&format!("/{top}"))
-        .is_some_and(|v| crate::plan::args::open_hint(v).is_some())
 }

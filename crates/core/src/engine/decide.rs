@@ -163,14 +163,14 @@ pub(crate) fn standing(state: &RunState) -> Standing {
     if state.driver.is_none() && state.plan.version == 0 && state.pending_draft.is_none() {
         return Standing::At(Node::ChooseStrategy);
     }
-    if super::strategy::escalated_unplanned(state) {
+    if state.cursor.escalated_unplanned() {
         // Escalated from ReAct at its cap; the planner has not answered.
         return Standing::At(Node::CreatePlan);
     }
     if let Some(Driver::React { .. }) = state.driver {
         return Standing::React;
     }
-    if super::stream::stopped_mid_stream(state) {
+    if stopped_mid_stream(state) {
         return Standing::Streamed;
     }
     if state.pending_draft.is_some() {
@@ -692,6 +692,12 @@ pub(crate) fn after_verification(state: &RunState, policy: VerifyPolicy) -> Opti
         ));
     }
     Some(Command::go(Next::Replan(reason)))
+}
+
+/// Whether a folded run stopped while its first plan was streaming: steps
+/// on record, but no plan version validated yet.
+fn stopped_mid_stream(state: &RunState) -> bool {
+    state.plan.version == 0 && !state.plan.steps.is_empty()
 }
 
 #[cfg(test)]

@@ -11,11 +11,10 @@
 //! repeat itself — or replan its way to a status it did not earn — so the
 //! engine records nothing and says what would have to change.
 
-use std::collections::BTreeMap;
-
 use super::approval::Gate;
 use super::decide::{self, Standing};
 use super::{Completion, CompletionKind, Engine, EngineError, Halt, NodeResult, Run};
+use crate::cursor::Unassessed;
 use crate::event::EventKind;
 use crate::failure::{FailureClass, FailureKind, StepFailure};
 use crate::graph::Node;
@@ -62,43 +61,8 @@ pub fn what_changed(state: &RunState, options: &ResumeOptions) -> Vec<String> {
     if let Some(n) = options.max_steps.filter(|n| *n > state.max_steps) {
         changed.push(format!("max_steps raised from {} to {n}", state.max_steps));
     }
-    let history = &state.execution_history;
-    let started = history
-        .iter()
-        .rposition(|e| {
-            matches!(
-                e.kind,
-                EventKind::RunStarted { .. } | EventKind::RunResumed { .. }
-            )
-        })
-        .unwrap_or(0);
-    let stopped = history
-        .iter()
-        .rposition(|e| matches!(e.kind, EventKind::NeedsReview { .. }));
-    for (at, e) in history.iter().enumerate().skip(started) {
-        let after_stop = stopped.is_some_and(|s| at > s);
-        match &e.kind {
-            EventKind::ApprovalDenied { step, by, .. } => {
-                changed.push(format!("{by} refused step {step}; it is asked for again"));
-            }
-            EventKind::PlanRejected { version, .. } => {
-                changed.push(format!(
-                    "plan version {version} was rejected; a plan is asked for again"
-                ));
-            }
-            EventKind::ApprovalGranted { step, by, .. } if after_stop => {
-                changed.push(format!("{by} approved step {step}"));
-            }
-            EventKind::PlanApproved { version, by, .. } if after_stop => {
-                changed.push(format!("{by} approved plan version {version}"));
-            }
-            _ => {}
-        }
-    }
-    if let Some(EventKind::NeedsReview {
-        ask_again: true, ..
-    }) = stopped.map(|s| &history[s].kind)
-    {
+    changed.extend(state.cursor.decisions().iter().map(|d| d.describe()));
+    if state.cursor.stopped() == Some(true) {
         changed.push("the answer it stopped on was unusable; the role is asked again".to_owned());
     }
     changed
@@ -156,35 +120,31 @@ impl Engine {
     }
 }
 
-/// Outcomes recorded without an assessment after them, in log order.
+/// Outcomes recorded without an assessment after them, in log order (the
+/// fold keeps them: see [`Cursor`](crate::cursor::Cursor)).
 fn unassessed(state: &RunState) -> Vec<(StepId, StepOutcome)> {
-    let mut failures: BTreeMap<&StepId, StepFailure> = BTreeMap::new();
-    let mut pending: Vec<(StepId, StepOutcome)> = Vec::new();
-    for e in &state.execution_history {
-        match &e.kind {
-            EventKind::StepFailed { step, failure, .. } => {
-                failures.insert(step, failure.clone());
-            }
-            EventKind::StepSucceeded { step, result, .. } => {
-                pending.push((step.clone(), StepOutcome::Succeeded(result.clone())));
-            }
-            EventKind::StepTerminated { step, reason } => {
-                let failure = failures.get(step).cloned().unwrap_or_else(|| {
-                    StepFailure::new(
-                        FailureClass::Persistent,
-                        FailureKind::Executor,
-                        reason.clone(),
-                    )
-                });
-                pending.push((step.clone(), StepOutcome::Failed(failure)));
-            }
-            EventKind::Assessed { step, .. } => pending.retain(|(s, _)| s != step),
-            // ReAct's calls before the router's escalation are never assessed.
-            EventKind::StrategyEscalated { .. } => pending.clear(),
-            _ => {}
-        }
-    }
-    pending
+    let cursor = &state.cursor;
+    cursor
+        .unassessed()
+        .iter()
+        .filter_map(|(step, outcome)| {
+            let outcome = match outcome {
+                Unassessed::Succeeded => {
+                    StepOutcome::Succeeded(state.step_results.get(step)?.clone())
+                }
+                Unassessed::Terminated(reason) => {
+                    StepOutcome::Failed(cursor.failures_of(step).unwrap_or_else(|| {
+                        StepFailure::new(
+                            FailureClass::Persistent,
+                            FailureKind::Executor,
+                            reason.clone(),
+                        )
+                    }))
+                }
+            };
+            Some((step.clone(), outcome))
+        })
+        .collect()
 }
 
 impl Run<'_> {
@@ -263,7 +223,7 @@ impl Run<'_> {
         match step.status {
             StepStatus::Retrying => self.retry_now(id, next_attempt),
             StepStatus::Failed => {
-                let failure = last_failure(&self.state, id);
+                let failure = self.state.cursor.last_failure(id);
                 if failure.class == FailureClass::Transient
                     && self.engine.config.retry.allows_retry_after(step.attempts)
                 {
@@ -378,22 +338,4 @@ impl Run<'_> {
             kind: CompletionKind::BackoffElapsed,
         });
     }
-}
-
-fn last_failure(state: &RunState, id: &StepId) -> StepFailure {
-    state
-        .execution_history
-        .iter()
-        .rev()
-        .find_map(|e| match &e.kind {
-            EventKind::StepFailed { step, failure, .. } if step == id => Some(failure.clone()),
-            _ => None,
-        })
-        .unwrap_or_else(|| {
-            StepFailure::new(
-                FailureClass::Transient,
-                FailureKind::Interrupted,
-                "interrupted",
-            )
-        })
 }

@@ -10,28 +10,10 @@ use crate::ids::StepId;
 use crate::retry::FailureClass;
 use crate::roles::{RoleError, RoleName};
 use crate::scheduler::blocked_dependants;
-use crate::state::RunState;
 use crate::step_status::StepStatus;
 use crate::usage::Usage;
 
 use super::{Command, EngineError, Halt, Next, NodeResult, Review, Run, decide};
-
-/// Whether the run escalated and has not planned since (a resume then
-/// goes to the planner, not to the ReAct calls' plan).
-pub(super) fn escalated_unplanned(state: &RunState) -> bool {
-    let history = &state.execution_history;
-    let escalated = history
-        .iter()
-        .rposition(|e| matches!(e.kind, EventKind::StrategyEscalated { .. }));
-    let planned = history
-        .iter()
-        .rposition(|e| matches!(e.kind, EventKind::PlanCreated { .. }));
-    match (escalated, planned) {
-        (Some(e), Some(p)) => e > p,
-        (Some(_), None) => true,
-        (None, _) => false,
-    }
-}
 
 impl Run<'_> {
     /// How this run is driven (the default graph until the strategy chose).

@@ -176,9 +176,3 @@ impl Run<'_> {
         Ok(())
     }
 }
-
-/// Whether a folded run stopped while its first plan was streaming: steps
-/// on record, but no plan version validated yet.
-pub(crate) fn stopped_mid_stream(state: &crate::state::RunState) -> bool {
-    state.plan.version == 0 && !state.plan.steps.is_empty()
-}

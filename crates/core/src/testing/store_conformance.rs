@@ -149,16 +149,39 @@ where
     Ok(())
 }
 
-async fn log_and_snapshot<S: Store>(store: Arc<S>) -> Result<(), ConformanceFailure> {
-    let run = RunId("run_conformance_1".into());
-    let log = sample_log(&run);
-    // One event at a time, as the engine appends.
-    for e in &log {
+/// Appends `log` one event at a time, as the engine appends.
+async fn append_each<S: Store>(
+    store: &S,
+    run: &RunId,
+    log: &[Event],
+) -> Result<(), ConformanceFailure> {
+    for e in log {
         store
-            .append(&run, std::slice::from_ref(e), None)
+            .append(run, std::slice::from_ref(e), None)
             .await
             .map_err(|e| fail("append", e.to_string()))?;
     }
+    Ok(())
+}
+
+/// The run's state as the store loads it, and the fold of `log`.
+async fn loaded_and_folded<S: Store>(
+    store: &S,
+    run: &RunId,
+    log: &[Event],
+) -> Result<(RunState, RunState), ConformanceFailure> {
+    let state = store
+        .state(run)
+        .await
+        .map_err(|e| fail("state", e.to_string()))?;
+    let folded = RunState::from_events(log).map_err(|e| fail("fold", e.to_string()))?;
+    Ok((state, folded))
+}
+
+async fn log_and_snapshot<S: Store>(store: Arc<S>) -> Result<(), ConformanceFailure> {
+    let run = RunId("run_conformance_1".into());
+    let log = sample_log(&run);
+    append_each(store.as_ref(), &run, &log).await?;
     let events = store
         .events(&run)
         .await
@@ -184,16 +207,57 @@ async fn log_and_snapshot<S: Store>(store: Arc<S>) -> Result<(), ConformanceFail
             )
         })?;
     }
-    let state = store
-        .state(&run)
-        .await
-        .map_err(|e| fail("state", e.to_string()))?;
-    let folded = RunState::from_events(&log).map_err(|e| fail("fold", e.to_string()))?;
+    let (state, folded) = loaded_and_folded(store.as_ref(), &run, &log).await?;
     ensure(state == folded, "snapshot", || {
         "the snapshot differs from the fold of the events".into()
     })?;
     ensure(state.status == RunStatus::Ok, "snapshot", || {
         format!("status {:?}", state.status)
+    })?;
+    stopped_for_review(store.as_ref()).await
+}
+
+/// A run at rest after a stop for review: its snapshot must hold what a
+/// resume reads (the decision it stopped on, steps not yet assessed).
+async fn stopped_for_review<S: Store>(store: &S) -> Result<(), ConformanceFailure> {
+    let run = RunId("run_conformance_review".into());
+    // The sample run, with step a judged unusable before b ran, stopped
+    // for review instead of writing its report.
+    let sample: Vec<EventKind> = sample_log(&run).into_iter().map(|e| e.kind).collect();
+    let assessed = EventKind::Assessed {
+        step: StepId::new("a"),
+        acceptance_met: false,
+        verdict: crate::decision::Verdict::NeedsReview,
+        reason: "nothing usable".into(),
+        new_gaps: vec!["evidence for a".into()],
+        resolved_gaps: Vec::new(),
+        observations: Vec::new(),
+        usage: Usage::default(),
+    };
+    let stop = EventKind::NeedsReview {
+        reason: "nothing usable".into(),
+        usage: Usage::default(),
+        brief: None,
+        ask_again: false,
+    };
+    let kinds = sample[..7]
+        .iter()
+        .cloned()
+        .chain([assessed])
+        .chain(sample[7..9].iter().cloned())
+        .chain([stop]);
+    let log: Vec<Event> = kinds.zip(1..).map(|(k, seq)| event(seq, k)).collect();
+    append_each(store, &run, &log).await?;
+    let (state, folded) = loaded_and_folded(store, &run, &log).await?;
+    ensure(!folded.cursor.is_empty(), "snapshot", || {
+        "the fold holds no cursor to keep".into()
+    })?;
+    ensure(state == folded, "snapshot", || {
+        format!(
+            "the state of a run stopped for review differs from the fold of its events: \
+             cursor {:?}, folded {:?}",
+            state.cursor, folded.cursor
+        )
     })
 }
 
