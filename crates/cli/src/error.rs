@@ -181,12 +181,34 @@ pub(crate) fn usage(err: anyhow::Error) -> anyhow::Error {
     anyhow::Error::new(UsageError(err))
 }
 
+/// Why a run stopped before it finished: Ctrl-C (or SIGTERM).
+#[derive(Debug)]
+pub(crate) struct Interrupted(pub(crate) String);
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Interrupted {}
+
+/// A person's change the run's state does not allow: a failure.
+impl From<stepwise_core::act::ActError> for CliError {
+    fn from(err: stepwise_core::act::ActError) -> CliError {
+        CliError {
+            kind: ErrorKind::Failed,
+            message: Some(anyhow::Error::new(err)),
+        }
+    }
+}
+
 /// A helper's error: a usage error if it was marked so, else a failure.
 impl From<anyhow::Error> for CliError {
     fn from(err: anyhow::Error) -> CliError {
         let kind = if err.downcast_ref::<UsageError>().is_some() {
             ErrorKind::Usage
-        } else if err.downcast_ref::<crate::mcp::Interrupted>().is_some() {
+        } else if err.downcast_ref::<Interrupted>().is_some() {
             ErrorKind::Interrupted
         } else {
             ErrorKind::Failed

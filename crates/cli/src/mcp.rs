@@ -70,17 +70,7 @@ pub(crate) async fn start(
         .map_err(|e| usage(anyhow!(e)))
 }
 
-/// Why a run stopped before it finished: Ctrl-C (or SIGTERM).
-#[derive(Debug)]
-pub(crate) struct Interrupted(pub(crate) String);
-
-impl std::fmt::Display for Interrupted {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Interrupted {}
+pub(crate) use crate::error::Interrupted;
 
 /// Resolves on Ctrl-C, or on SIGTERM where there is one.
 pub(crate) async fn interrupt() {

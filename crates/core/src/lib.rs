@@ -36,6 +36,7 @@
 //! # });
 //! ```
 
+pub mod act;
 pub mod cursor;
 pub mod decision;
 pub mod engine;

@@ -8,25 +8,33 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use stepwise_core::{EventKind, Lease, RunId, RunState, RunStatus, StepId, StoreError, Usage};
+use stepwise_core::act::{self, ActError, Approve};
+use stepwise_core::{EventKind, Lease, RunId, RunState, RunStatus, StepId, StoreError};
 
 use crate::Shared;
 use crate::error::{ApiError, ErrorCode};
 use crate::launcher::LaunchError;
 
 /// A store error as the API reports it.
-pub(crate) fn store_error(run: &RunId, e: StoreError) -> ApiError {
-    match e {
-        StoreError::NotFound(_) => ApiError::run_not_found(run.as_str()),
-        StoreError::Leased { holder, .. } => ApiError::new(
-            ErrorCode::RunLeased,
-            format!("run {run} is being worked on by {holder}"),
-        ),
-        StoreError::Fenced { .. } | StoreError::Conflict { .. } => ApiError::new(
-            ErrorCode::RunBusy,
-            format!("run {run} changed underneath; try again"),
-        ),
-        other => ApiError::internal(&other.to_string()),
+pub(crate) fn store_error(_run: &RunId, e: StoreError) -> ApiError {
+    ApiError::from(e)
+}
+
+/// A store error as the API reports it (each names its run).
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::NotFound(run) => ApiError::run_not_found(run.as_str()),
+            StoreError::Leased { run, holder, .. } => ApiError::new(
+                ErrorCode::RunLeased,
+                format!("run {run} is being worked on by {holder}"),
+            ),
+            StoreError::Fenced { run, .. } | StoreError::Conflict { run, .. } => ApiError::new(
+                ErrorCode::RunBusy,
+                format!("run {run} changed underneath; try again"),
+            ),
+            other => ApiError::internal(&other.to_string()),
+        }
     }
 }
 
@@ -64,45 +72,38 @@ async fn paused(shared: &Shared, run: &RunId) -> bool {
     })
 }
 
-/// Takes the run's lease, reloads its state, appends what `decide` returns
-/// (nothing if it returns no events), gives the lease back. Returns the
-/// state after, and the kinds appended.
+/// Takes the run's lease, records what `decide` returns under it (see
+/// [`stepwise_core::act::under_lease`]), tells the metrics and the event
+/// streams, and gives the lease back. Returns the state after, and the
+/// kinds appended.
 pub(crate) async fn with_lease(
     shared: &Shared,
     run: &RunId,
     decide: impl FnOnce(&RunState) -> Result<Vec<EventKind>, ApiError>,
 ) -> Result<(RunState, Vec<EventKind>), ApiError> {
     let lease = lease_at_rest(shared, run).await?;
-    let result = async {
-        let state = shared
-            .store
-            .state(run)
-            .await
-            .map_err(|e| store_error(run, e))?;
-        let kinds = decide(&state)?;
-        if kinds.is_empty() {
-            return Ok((state, kinds));
-        }
-        let events = state.next_events(kinds.iter().cloned());
-        shared
-            .store
-            .append(run, &events, Some(lease.fence))
-            .await
-            .map_err(|e| store_error(run, e))?;
-        shared.metrics.observe(run, &events);
-        if let Some(last) = events.last() {
-            shared.hub.notify(run, last.seq);
-        }
-        let state = shared
-            .store
-            .state(run)
-            .await
-            .map_err(|e| store_error(run, e))?;
-        Ok((state, kinds))
-    }
-    .await;
+    let result = act::under_lease(shared.store.as_ref(), run, lease.fence, decide).await;
     shared.launcher.release(&lease).await;
-    result
+    let (state, events) = result?;
+    shared.metrics.observe(run, &events);
+    if let Some(last) = events.last() {
+        shared.hub.notify(run, last.seq);
+    }
+    Ok((state, events.into_iter().map(|e| e.kind).collect()))
+}
+
+/// A refused change as the API reports it.
+pub(crate) fn act_error(e: ActError) -> ApiError {
+    let code = match &e {
+        ActError::NotAwaitingApproval { .. } | ActError::Answered { .. } => {
+            ErrorCode::NotAwaitingApproval
+        }
+        ActError::StalePlan { .. } | ActError::StaleStep { .. } => ErrorCode::StaleApproval,
+        ActError::NoPlanReview { .. } | ActError::NotPending { .. } => ErrorCode::NotPending,
+        ActError::NothingNamed => ErrorCode::NothingToApprove,
+        ActError::Ended { .. } => ErrorCode::RunEnded,
+    };
+    ApiError::new(code, e.to_string())
 }
 
 /// A side-effect step waiting for an approval: exactly what it would call.
@@ -194,16 +195,7 @@ pub(crate) fn approvals(
     steps: &[StepApproval],
     by: &str,
 ) -> Result<Vec<EventKind>, ApiError> {
-    if state.status != RunStatus::AwaitingApproval {
-        return Err(ApiError::new(
-            ErrorCode::NotAwaitingApproval,
-            format!(
-                "run {} is not waiting for an approval (it is {})",
-                state.run_id,
-                state.status.as_str()
-            ),
-        ));
-    }
+    act::awaiting(state).map_err(act_error)?;
     grants(state, plan_version, steps, by)
 }
 
@@ -215,67 +207,24 @@ pub(crate) fn grants(
     steps: &[StepApproval],
     by: &str,
 ) -> Result<Vec<EventKind>, ApiError> {
-    let mut kinds = Vec::new();
-    if let Some(version) = plan_version {
-        match state.pending_review {
-            Some(v) if v == version => kinds.push(EventKind::PlanApproved {
-                version,
-                by: by.to_owned(),
-                usage: Usage::default(),
-            }),
-            Some(v) => {
-                return Err(ApiError::new(
-                    ErrorCode::StaleApproval,
-                    format!(
-                        "plan version {version} is stale: the run waits for a review of version {v}"
-                    ),
-                ));
-            }
-            None => {
-                return Err(ApiError::new(
-                    ErrorCode::NotPending,
-                    format!("run {} waits for no plan review", state.run_id),
-                ));
-            }
-        }
-    }
-    for approval in steps {
-        let step = StepId::new(approval.step.as_str());
-        match state.pending_approvals.get(&step) {
-            Some(hash) if *hash == approval.args_hash => {
-                kinds.push(EventKind::ApprovalGranted {
-                    step,
-                    args_hash: hash.clone(),
-                    by: by.to_owned(),
-                });
-            }
-            Some(hash) => {
-                return Err(ApiError::new(
-                    ErrorCode::StaleApproval,
-                    format!(
-                        "the approval of step {} names hash {}, but the step now asks with hash {hash}: its arguments changed; read the pending request again",
-                        approval.step, approval.args_hash
-                    ),
-                ));
-            }
-            None => {
-                return Err(ApiError::new(
-                    ErrorCode::NotPending,
-                    format!(
-                        "run {} has no approval pending for step {}",
-                        state.run_id, approval.step
-                    ),
-                ));
-            }
-        }
-    }
-    if kinds.is_empty() {
-        return Err(ApiError::new(
-            ErrorCode::NothingToApprove,
-            "name what to approve: `plan_version` and/or `steps` with each step's `args_hash`",
-        ));
-    }
-    Ok(kinds)
+    let steps = named(steps);
+    act::grants(
+        state,
+        Approve::Named {
+            plan_version,
+            steps: &steps,
+        },
+        by,
+    )
+    .map_err(act_error)
+}
+
+/// Each step approved, bound to the hash the request names.
+fn named(steps: &[StepApproval]) -> Vec<(StepId, Option<String>)> {
+    steps
+        .iter()
+        .map(|a| (StepId::new(a.step.as_str()), Some(a.args_hash.clone())))
+        .collect()
 }
 
 /// A person's approval of a run a worker is working on, as it rides in
@@ -309,53 +258,5 @@ pub(crate) fn refusals(
     reason: &str,
     by: &str,
 ) -> Result<Vec<EventKind>, ApiError> {
-    if state.status != RunStatus::AwaitingApproval {
-        return Err(ApiError::new(
-            ErrorCode::NotAwaitingApproval,
-            format!(
-                "run {} is not waiting for an approval (it is {})",
-                state.run_id,
-                state.status.as_str()
-            ),
-        ));
-    }
-    let mut what: Vec<String> = state
-        .pending_review
-        .iter()
-        .map(|v| format!("plan version {v}"))
-        .collect();
-    what.extend(state.pending_approvals.keys().map(|s| format!("step {s}")));
-    if what.is_empty() {
-        // Its last request was answered (by a concurrent reject, say): it
-        // no longer waits for one.
-        return Err(ApiError::new(
-            ErrorCode::NotAwaitingApproval,
-            format!(
-                "run {} is not waiting for an approval: its requests are answered on record; resume or cancel it",
-                state.run_id
-            ),
-        ));
-    }
-    let mut kinds = Vec::new();
-    if let Some(version) = state.pending_review {
-        kinds.push(EventKind::PlanRejected {
-            version,
-            reason: reason.to_owned(),
-            usage: Usage::default(),
-        });
-    }
-    for step in state.pending_approvals.keys() {
-        kinds.push(EventKind::ApprovalDenied {
-            step: step.clone(),
-            reason: reason.to_owned(),
-            by: by.to_owned(),
-        });
-    }
-    kinds.push(EventKind::NeedsReview {
-        reason: format!("{by} rejected {}: {reason}", what.join(", ")),
-        usage: Usage::default(),
-        brief: None,
-        ask_again: false,
-    });
-    Ok(kinds)
+    act::reject(state, reason, by).map_err(act_error)
 }

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use stepwise_core::{EventKind, RunId, RunStatus};
+use stepwise_core::{RunId, RunStatus};
 use tokio::sync::{Notify, Semaphore, watch};
 
 use crate::Shared;
@@ -391,12 +391,11 @@ pub(crate) async fn cancel_at_rest(
     reason: &str,
 ) -> Result<RunStatus, ApiError> {
     let (state, _) = act::with_lease(shared, run, |state| {
-        if state.status.has_ended() {
-            return Ok(Vec::new());
+        match stepwise_core::act::cancel(state, reason) {
+            // Reported by the status returned.
+            Err(stepwise_core::act::ActError::Ended { .. }) => Ok(Vec::new()),
+            other => other.map_err(act::act_error),
         }
-        Ok(vec![EventKind::RunCancelled {
-            reason: reason.to_owned(),
-        }])
     })
     .await?;
     Ok(state.status)

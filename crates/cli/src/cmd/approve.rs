@@ -4,10 +4,10 @@
 
 use std::path::PathBuf;
 
-use anyhow::bail;
-use stepwise_core::{EventKind, RunState, StepId, Usage};
+use stepwise_core::act::{self, Approve, waiting_for};
+use stepwise_core::{EventKind, StepId};
 
-use super::act::{approvable, waiting_for, with_lease};
+use super::act::with_lease;
 use crate::cli::ApproveArgs;
 use crate::db;
 use crate::error::CliResult;
@@ -17,37 +17,23 @@ use crate::render::{describe_request, plural};
 /// `stepwise approve RUN [--step ID]`.
 pub(crate) fn approve(args: &ApproveArgs, flag: Option<&PathBuf>) -> CliResult {
     let (store, state) = db::open_run(flag, &args.run)?;
-    approvable(&state)?; // fail early, before touching the lease
-    let (state, granted) = with_lease(store.as_ref(), &args.run, |state| {
-        approvable(state)?;
-        let by = db::person();
-        let mut kinds = Vec::new();
-        match &args.step {
-            Some(step) => {
-                let step = StepId::new(step.as_str());
-                if !state.pending_approvals.contains_key(&step) {
-                    bail!(
-                        "run {} has no approval pending for step {step}; {}",
-                        state.run_id,
-                        pending_list(state)
-                    );
-                }
-                kinds.push(grant(state, &step, &by));
-            }
-            None => {
-                if let Some(version) = state.pending_review {
-                    kinds.push(EventKind::PlanApproved {
-                        version,
-                        by: by.clone(),
-                        usage: Usage::default(),
-                    });
-                }
-                for step in state.pending_approvals.keys() {
-                    kinds.push(grant(state, step, &by));
-                }
-            }
+    act::awaiting(&state)?; // fail early, before touching the lease
+    let named: Vec<(StepId, Option<String>)> = args
+        .step
+        .iter()
+        .map(|s| (StepId::new(s.as_str()), None))
+        .collect();
+    let what = if named.is_empty() {
+        Approve::Everything
+    } else {
+        Approve::Named {
+            plan_version: None,
+            steps: &named,
         }
-        Ok(kinds)
+    };
+    let by = db::person();
+    let (state, granted) = with_lease(store.as_ref(), &args.run, |state| {
+        act::approve(state, what, &by)
     })?;
 
     let run = &state.run_id;
@@ -86,27 +72,4 @@ pub(crate) fn approve(args: &ApproveArgs, flag: Option<&PathBuf>) -> CliResult {
     }
     output::stdout(&text)?;
     Ok(())
-}
-
-/// `approval_granted` for a pending step, naming the hash it asked for.
-fn grant(state: &RunState, step: &StepId, by: &str) -> EventKind {
-    EventKind::ApprovalGranted {
-        step: step.clone(),
-        args_hash: state
-            .pending_approvals
-            .get(step)
-            .cloned()
-            .unwrap_or_default(),
-        by: by.to_owned(),
-    }
-}
-
-/// `it waits for: step a, step b` (for an error about `--step`).
-fn pending_list(state: &RunState) -> String {
-    let what = waiting_for(state);
-    if what.is_empty() {
-        "it waits for nothing (its approvals are on record)".to_owned()
-    } else {
-        format!("it waits for: {}", what.join(", "))
-    }
 }

@@ -3,8 +3,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::bail;
-use stepwise_core::{EventKind, RunState, RunStatus};
+use stepwise_core::act;
 
 use super::act::with_lease;
 use crate::cli::CancelArgs;
@@ -20,25 +19,10 @@ pub(crate) fn cancel(args: &CancelArgs, flag: Option<&PathBuf>) -> CliResult {
         r => r,
     };
     let (store, state) = db::open_run(flag, &args.run)?;
-    cancellable(&state)?;
+    act::cancel(&state, &reason)?; // fail early, before touching the lease
     let (state, _) = with_lease(store.as_ref(), &args.run, |state| {
-        cancellable(state)?;
-        Ok(vec![EventKind::RunCancelled {
-            reason: reason.clone(),
-        }])
+        act::cancel(state, &reason)
     })?;
     output::stdout(&format!("cancelled run {}: {reason}\n", state.run_id))?;
     Ok(())
-}
-
-/// A run that ended stays ended.
-fn cancellable(state: &RunState) -> anyhow::Result<()> {
-    match state.status {
-        RunStatus::Ok | RunStatus::Failed | RunStatus::Cancelled => bail!(
-            "run {} already ended ({})",
-            state.run_id,
-            state.status.as_str()
-        ),
-        RunStatus::Running | RunStatus::NeedsReview | RunStatus::AwaitingApproval => Ok(()),
-    }
 }

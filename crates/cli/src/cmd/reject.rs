@@ -4,10 +4,11 @@
 
 use std::path::PathBuf;
 
-use anyhow::{anyhow, bail};
-use stepwise_core::{EventKind, Usage};
+use anyhow::anyhow;
+use stepwise_core::EventKind;
+use stepwise_core::act;
 
-use super::act::{approvable, waiting_for, with_lease};
+use super::act::with_lease;
 use crate::cli::RejectArgs;
 use crate::db;
 use crate::error::{CliError, CliResult, ErrorKind};
@@ -23,41 +24,10 @@ pub(crate) fn reject(args: &RejectArgs, flag: Option<&PathBuf>) -> CliResult {
         )));
     }
     let (store, state) = db::open_run(flag, &args.run)?;
-    approvable(&state)?;
+    act::awaiting(&state)?;
+    let by = db::person();
     let rejected = with_lease(store.as_ref(), &args.run, |state| {
-        approvable(state)?;
-        let what = waiting_for(state);
-        if what.is_empty() {
-            bail!(
-                "run {} has nothing waiting for a decision (its approvals are on record); to stop it, use: stepwise cancel {}",
-                state.run_id,
-                state.run_id
-            );
-        }
-        let by = db::person();
-        let mut kinds = Vec::new();
-        if let Some(version) = state.pending_review {
-            kinds.push(EventKind::PlanRejected {
-                version,
-                reason: reason.clone(),
-                usage: Usage::default(),
-            });
-        }
-        for step in state.pending_approvals.keys() {
-            kinds.push(EventKind::ApprovalDenied {
-                step: step.clone(),
-                reason: reason.clone(),
-                by: by.clone(),
-            });
-        }
-        kinds.push(EventKind::NeedsReview {
-            reason: format!("{by} rejected {}: {reason}", what.join(", ")),
-            usage: stepwise_core::Usage::default(),
-            // No roles here to write one; `stepwise resume` asks again.
-            brief: None,
-            ask_again: false,
-        });
-        Ok(kinds)
+        act::reject(state, &reason, &by)
     })?;
     let (state, kinds) = rejected;
     let what: Vec<String> = kinds
