@@ -4,13 +4,12 @@
 
 use crate::decision::Driver;
 use crate::decision::VerifyPolicy;
-use crate::event::{EventKind, StopCondition};
+use crate::event::EventKind;
 use crate::graph::Node;
 use crate::ids::StepId;
 use crate::retry::FailureClass;
 use crate::roles::{RoleError, RoleName};
 use crate::scheduler::blocked_dependants;
-use crate::step_status::StepStatus;
 use crate::usage::Usage;
 
 use super::{Command, EngineError, Halt, Next, NodeResult, Review, Run, decide};
@@ -102,40 +101,17 @@ impl Run<'_> {
         .into())
     }
 
-    /// Whether the run has spent its token budget. The first time it finds
-    /// so, it records the stop, naming every step that will not run as a gap.
+    /// Whether the run has spent its token budget (see [`decide::budget`]),
+    /// recording the stop the first time it has.
     pub(super) async fn budget_spent(&mut self) -> Result<bool, EngineError> {
-        let Some(budget) = self.state.constraints.token_budget else {
-            return Ok(false);
-        };
-        let spent = self.state.usage.input_tokens + self.state.usage.output_tokens;
-        if spent < budget {
-            return Ok(false);
+        match decide::budget(&self.state) {
+            decide::Budget::Within => Ok(false),
+            decide::Budget::Spent => Ok(true),
+            decide::Budget::Stop(stop) => {
+                self.record(stop).await?;
+                Ok(true)
+            }
         }
-        if self.state.stop_condition == Some(StopCondition::TokenBudget) {
-            return Ok(true);
-        }
-        let gaps = self
-            .state
-            .plan
-            .steps
-            .iter()
-            .filter(|s| s.status == StepStatus::Pending)
-            .map(|s| {
-                format!(
-                    "Not run (the token budget was spent): {} — {}",
-                    s.id, s.description
-                )
-            })
-            .collect();
-        self.record(EventKind::StopConditionMet {
-            condition: StopCondition::TokenBudget,
-            detail: format!("{spent} tokens spent, the budget is {budget}"),
-            gaps,
-            usage: crate::usage::Usage::default(),
-        })
-        .await?;
-        Ok(true)
     }
 
     /// Skips the pending steps a failed step blocks, each with its reason as a gap.

@@ -6,10 +6,12 @@
 //! of the planning graph can be tested with a state and an outcome alone.
 
 mod assess;
+mod budget;
 mod dispatch;
 mod plan;
 
 pub(crate) use assess::*;
+pub(crate) use budget::*;
 pub(crate) use dispatch::*;
 pub(crate) use plan::*;
 
