@@ -77,7 +77,7 @@ pub(crate) struct Host {
     /// `--mcp`, their folders absolute), so a resume starts the same ones.
     /// A bearer token is named by its variable, never recorded.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub(crate) mcp: BTreeMap<String, stepwise_mcp::ServerConfig>,
+    pub(crate) mcp: BTreeMap<String, crate::mcp::ServerConfig>,
     /// The strategy's name. Not stored here: the run records it in
     /// `run_started.strategy`, and [`Host::of`] reads it from there.
     #[serde(skip)]
@@ -390,6 +390,7 @@ impl<'a> EngineBuilder<'a> {
 
     /// Runs keep no history in memory: for a host whose store holds the log
     /// and that reads only the status back (a worker, the server).
+    #[cfg(feature = "serve")]
     #[must_use]
     pub(crate) fn forget_history(mut self) -> Self {
         self.keep_history = false;
@@ -536,7 +537,7 @@ pub(crate) struct Session {
     pub(crate) store: Db,
     pub(crate) lease: Lease,
     events: tokio::sync::mpsc::UnboundedReceiver<stepwise_core::Event>,
-    mcp: stepwise_mcp::McpServers,
+    mcp: crate::mcp::McpServers,
     /// Time spent before the run (loading the notes), counted in its reported time.
     before: std::time::Duration,
 }
