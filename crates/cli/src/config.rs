@@ -6,7 +6,7 @@
 //! never from `stepwise.toml`, and never printed or stored.
 //!
 //! Also the MCP servers whose tools a run may call (`[mcp.servers.NAME]`,
-//! see [`stepwise_mcp::ServerConfig`]), merged with `--mcp NAME=COMMAND`.
+//! see [`crate::mcp::ServerConfig`]), merged with `--mcp NAME=COMMAND`.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -135,7 +135,12 @@ struct FileConfig {
     #[serde(default)]
     prices: BTreeMap<String, Price>,
     /// `stepwise serve`: tokens, allowed roots, names, limits.
+    #[cfg(feature = "serve")]
     serve: Option<stepwise_server::ServeConfig>,
+    /// Read but unused by a build without `serve`, so the file stays valid.
+    #[cfg(not(feature = "serve"))]
+    #[serde(default, rename = "serve")]
+    _serve: Option<serde::de::IgnoredAny>,
     /// `[mcp.servers.NAME]`: MCP servers whose tools runs may call.
     mcp: Option<McpTable>,
     /// `[roles.NAME] model = …`: a role on a model of its own.
@@ -190,7 +195,7 @@ pub(crate) fn role_named(name: &str) -> Option<RoleName> {
 #[serde(deny_unknown_fields)]
 struct McpTable {
     #[serde(default)]
-    servers: BTreeMap<String, stepwise_mcp::ServerConfig>,
+    servers: BTreeMap<String, crate::mcp::ServerConfig>,
 }
 
 impl FileConfig {
@@ -310,7 +315,7 @@ impl Config {
         &self,
         flags: &[String],
         cwd: &Path,
-    ) -> anyhow::Result<BTreeMap<String, stepwise_mcp::ServerConfig>> {
+    ) -> anyhow::Result<BTreeMap<String, crate::mcp::ServerConfig>> {
         let mut servers: BTreeMap<_, _> = self
             .file
             .mcp
@@ -326,7 +331,7 @@ impl Config {
                 return Err(bad(&"expected NAME=COMMAND (or NAME=URL)"));
             };
             let name = name.trim();
-            let server = stepwise_mcp::ServerConfig::from_flag(spec).map_err(|e| bad(&e))?;
+            let server = crate::mcp::ServerConfig::from_flag(spec).map_err(|e| bad(&e))?;
             server.check(name).map_err(|e| bad(&e))?;
             servers.insert(name.to_owned(), server.resolve(cwd));
         }
@@ -387,6 +392,7 @@ impl Config {
     }
 
     /// `[serve]`, if stepwise.toml has it.
+    #[cfg(feature = "serve")]
     pub(crate) fn serve(&self) -> Option<&stepwise_server::ServeConfig> {
         self.file.serve.as_ref()
     }
@@ -503,6 +509,7 @@ mod tests {
         assert_eq!(Config::default().call_policy("openai:m"), defaults);
     }
 
+    #[cfg(feature = "mcp")]
     #[test]
     fn mcp_servers_come_from_the_file_then_the_flags() {
         let file = Config::parse(
@@ -552,6 +559,7 @@ mod tests {
         }
     }
 
+    #[cfg(feature = "mcp")]
     #[test]
     fn unknown_or_senseless_mcp_keys_are_refused() {
         let err = Config::parse("[mcp.servers.fs]\ncommand = \"x\"\nargz = []\n").unwrap_err();

@@ -7,7 +7,11 @@ use std::sync::Arc;
 
 use anyhow::anyhow;
 use stepwise_core::{IdempotencyLog, Lease, RunId, RunLease, RunState, Store, StoreError};
-use stepwise_store::{PgStore, SqliteStore};
+#[cfg(feature = "postgres")]
+use stepwise_store::PgStore;
+use stepwise_store::SqliteStore;
+#[cfg(feature = "postgres")]
+use stepwise_store::postgres::{is_url, redact};
 
 use crate::error::{UsageError, usage};
 
@@ -31,6 +35,7 @@ impl RunStore for SqliteStore {
     }
 }
 
+#[cfg(feature = "postgres")]
 impl RunStore for PgStore {
     fn file(&self) -> Option<&Path> {
         None
@@ -47,13 +52,41 @@ pub(crate) type Db = Arc<dyn RunStore>;
 /// The `--db` value as a PostgreSQL URL, if it is one.
 pub(crate) fn url(flag: Option<&PathBuf>) -> Option<String> {
     let text = flag?.to_str()?;
-    stepwise_store::postgres::is_url(text).then(|| text.to_owned())
+    is_url(text).then(|| text.to_owned())
+}
+
+/// A build without PostgreSQL still knows a URL, to refuse it by name
+/// rather than take it for a file.
+#[cfg(not(feature = "postgres"))]
+fn is_url(db: &str) -> bool {
+    db.starts_with("postgres://") || db.starts_with("postgresql://")
+}
+
+/// A build without PostgreSQL names a URL by its scheme alone (it may hold
+/// a password, and nothing here parses it).
+#[cfg(not(feature = "postgres"))]
+fn redact(url: &str) -> String {
+    let scheme = url.split_once("://").map_or("postgres", |(s, _)| s);
+    format!("{scheme}://…")
+}
+
+/// The PostgreSQL URL of `--db`, or a usage error.
+#[cfg(feature = "postgres")]
+pub(crate) fn url_of(
+    flag: Option<&PathBuf>,
+    command: &str,
+) -> Result<String, crate::error::CliError> {
+    url(flag).ok_or_else(|| {
+        crate::error::CliError::usage(anyhow!(
+            "`stepwise {command}` needs a PostgreSQL database: --db postgres://USER@HOST/DB (or STEPWISE_DB); workers share runs through it"
+        ))
+    })
 }
 
 /// How messages name the database: its file, or its URL without a password.
 pub(crate) fn describe(flag: Option<&PathBuf>) -> String {
     match url(flag) {
-        Some(url) => stepwise_store::postgres::redact(&url),
+        Some(url) => redact(&url),
         None => path(flag).display().to_string(),
     }
 }
@@ -78,8 +111,13 @@ pub(crate) fn path(flag: Option<&PathBuf>) -> PathBuf {
 
 /// Opens the database; any problem is a usage error naming it.
 pub(crate) fn open(flag: Option<&PathBuf>) -> anyhow::Result<Db> {
+    #[cfg(feature = "postgres")]
     if let Some(url) = url(flag) {
         return open_postgres(&url).map(|store| store as Db);
+    }
+    #[cfg(not(feature = "postgres"))]
+    if url(flag).is_some() {
+        return Err(crate::error::not_built("postgres"));
     }
     let path = path(flag);
     SqliteStore::open(&path)
@@ -89,6 +127,7 @@ pub(crate) fn open(flag: Option<&PathBuf>) -> anyhow::Result<Db> {
 
 /// Connects to a PostgreSQL database (migrated: see `stepwise migrate`);
 /// any problem is a usage error naming it.
+#[cfg(feature = "postgres")]
 pub(crate) fn open_postgres(url: &str) -> anyhow::Result<Arc<PgStore>> {
     PgStore::connect(url)
         .map(Arc::new)

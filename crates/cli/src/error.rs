@@ -203,6 +203,31 @@ impl From<stepwise_core::act::ActError> for CliError {
     }
 }
 
+/// What a build without the Cargo feature `feature` says of a command or
+/// flag it left out (crates/cli/Cargo.toml's `[features]`).
+#[cfg(not(all(
+    feature = "postgres",
+    feature = "serve",
+    feature = "mcp",
+    feature = "otel"
+)))]
+pub(crate) fn not_built_message(feature: &str) -> String {
+    format!(
+        "this stepwise was built without the `{feature}` feature; rebuild with --features {feature}"
+    )
+}
+
+/// [`not_built_message`] as a usage error.
+#[cfg(not(all(
+    feature = "postgres",
+    feature = "serve",
+    feature = "mcp",
+    feature = "otel"
+)))]
+pub(crate) fn not_built(feature: &str) -> anyhow::Error {
+    usage(anyhow::anyhow!(not_built_message(feature)))
+}
+
 /// A helper's error: a usage error if it was marked so, else a failure.
 impl From<anyhow::Error> for CliError {
     fn from(err: anyhow::Error) -> CliError {

@@ -40,6 +40,7 @@ impl DynTool for Guarded {
 /// started the guard (a run, a worker, the server) dies — seen as this
 /// process being handed to another parent — so a server that does not exit
 /// when its stdin closes is not left running. Exits with the server's code.
+#[cfg(feature = "mcp")]
 pub(crate) fn mcp_guard(argv: &[std::ffi::OsString]) -> crate::error::CliResult {
     use anyhow::anyhow;
     let Some((command, args)) = argv.split_first() else {
@@ -80,6 +81,7 @@ pub(crate) fn mcp_guard(argv: &[std::ffi::OsString]) -> crate::error::CliResult 
 
 /// The argv prefix stdio MCP servers are started through: this program's
 /// own `mcp-guard` (none if its path cannot be found).
+#[cfg(feature = "mcp")]
 pub(crate) fn mcp_guard_argv() -> Vec<std::ffi::OsString> {
     match std::env::current_exe() {
         Ok(exe) => vec![exe.into_os_string(), "mcp-guard".into(), "--".into()],

@@ -13,6 +13,10 @@
 //! - [`error`]: exit codes; [`config`]: the model and prices; [`db`]: the run
 //!   database; [`input`]: JSON inputs; [`review`]: fixes and hints for a
 //!   person; [`output`]: writing to the terminal.
+//!
+//! Cargo features (`postgres`, `serve`, `mcp`, `otel`; crates/cli/Cargo.toml)
+//! leave parts out: their modules and the dispatch below are gated, and
+//! what a build lacks fails naming the feature (`error::not_built`).
 
 mod cli;
 mod cmd;
@@ -28,6 +32,11 @@ mod progress;
 mod render;
 mod review;
 mod session;
+#[cfg(feature = "otel")]
+mod trace;
+/// Stand-ins for a build without traces: asking for them is refused.
+#[cfg(not(feature = "otel"))]
+#[path = "trace_off.rs"]
 mod trace;
 
 use std::process::ExitCode;
@@ -55,6 +64,7 @@ fn dispatch(cli: &Cli) -> CliResult {
     let db = cli.db.as_ref();
     // Stdio MCP servers are started through this program's guard, which
     // ends them if this process dies without stopping them.
+    #[cfg(feature = "mcp")]
     stepwise_mcp::set_guard(guard::mcp_guard_argv());
     // Traces of the commands that drive runs, flushed when `_flush` drops.
     let trace = match &cli.command {
@@ -77,6 +87,7 @@ fn dispatch(cli: &Cli) -> CliResult {
         Command::Reject(args) => cmd::reject::reject(args, db),
         Command::Cancel(args) => cmd::cancel::cancel(args, db),
         Command::Replay(args) => cmd::replay::replay(args, db),
+        #[cfg(feature = "serve")]
         Command::Serve(args) => cmd::serve::serve(args, db),
         Command::Plan(PlanCommand::Validate(args)) => cmd::plan::validate(args),
         Command::Plan(PlanCommand::Schema) => cmd::plan::schema(),
@@ -84,8 +95,18 @@ fn dispatch(cli: &Cli) -> CliResult {
         Command::Strategies(args) => cmd::strategies::list(args),
         Command::Bench(args) => cmd::bench::bench(args),
         Command::Migrate => cmd::migrate::migrate(db),
+        #[cfg(feature = "serve")]
         Command::Worker(args) => cmd::worker::worker(args, db),
+        #[cfg(feature = "postgres")]
         Command::Workers(args) => cmd::workers::workers(args, db),
+        #[cfg(feature = "mcp")]
         Command::McpGuard { argv } => guard::mcp_guard(argv),
+        // Left out of this build: refused, naming the feature to enable.
+        #[cfg(not(feature = "serve"))]
+        Command::Serve(_) | Command::Worker(_) => Err(error::not_built("serve").into()),
+        #[cfg(not(feature = "postgres"))]
+        Command::Workers(_) => Err(error::not_built("postgres").into()),
+        #[cfg(not(feature = "mcp"))]
+        Command::McpGuard { .. } => Err(error::not_built("mcp").into()),
     }
 }

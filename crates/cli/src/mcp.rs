@@ -4,15 +4,29 @@
 //! run database — never into the brief — and they are stopped when the run
 //! ends, fails, or is interrupted with Ctrl-C.
 
+#[cfg(feature = "mcp")]
 use std::collections::BTreeMap;
+#[cfg(feature = "mcp")]
 use std::io::Write;
 use std::path::{Path, PathBuf};
+#[cfg(feature = "mcp")]
 use std::sync::{Arc, Mutex};
 
+#[cfg(feature = "mcp")]
 use anyhow::anyhow;
-use stepwise_mcp::{LogLine, McpServers, Options, ServerConfig};
+#[cfg(feature = "mcp")]
+use stepwise_mcp::{LogLine, Options};
+#[cfg(feature = "mcp")]
+pub(crate) use stepwise_mcp::{McpServers, ServerConfig, ToolInfo};
 
+#[cfg(feature = "mcp")]
 use crate::error::usage;
+
+/// Stand-ins for a build without MCP: servers are read, never started.
+#[cfg(not(feature = "mcp"))]
+mod off;
+#[cfg(not(feature = "mcp"))]
+pub(crate) use off::{McpServers, ServerConfig, ToolInfo, start};
 
 /// Where the servers of `run` log: `<database folder>/mcp-logs/<run>.log`.
 pub(crate) fn log_path(db: Option<&Path>, run: &str) -> Option<PathBuf> {
@@ -21,6 +35,7 @@ pub(crate) fn log_path(db: Option<&Path>, run: &str) -> Option<PathBuf> {
 }
 
 /// Appends the servers' lines to a file, each with the time, server and source.
+#[cfg(feature = "mcp")]
 fn file_log(path: &Path) -> anyhow::Result<stepwise_mcp::LogFn> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)
@@ -49,6 +64,7 @@ fn file_log(path: &Path) -> anyhow::Result<stepwise_mcp::LogFn> {
 /// Starts `servers`, logging to `log` (or nowhere but the errors, e.g. for
 /// `stepwise tools`). A server that cannot start is a usage error naming
 /// its command and its stderr.
+#[cfg(feature = "mcp")]
 pub(crate) async fn start(
     servers: &BTreeMap<String, ServerConfig>,
     log: Option<&Path>,

@@ -28,6 +28,7 @@ pub(crate) fn note(text: &str) {
 }
 
 /// Prints a warning (something degraded, the command goes on) as `warning: ...` on stderr.
+#[cfg(feature = "otel")]
 pub(crate) fn warn(text: &str) {
     let _ = writeln!(io::stderr().lock(), "warning: {text}");
 }

@@ -31,13 +31,32 @@ fn plan() -> Value {
     ]})
 }
 
+/// The plan of the killed runs: [`plan`] with `cost` behind a `price`
+/// search, so that `cost` is still in flight (until twice the tool delay)
+/// when `find` succeeds (after one), though every tool takes the same time.
+fn kill_plan() -> Value {
+    let mut plan = plan();
+    let steps = plan["steps"].as_array_mut().unwrap();
+    steps[1]["depends_on"] = json!(["price"]);
+    steps.insert(
+        1,
+        json!({"id": "price", "description": "Find the price", "tool": "search_notes",
+               "args": {"query": "price per token"}, "acceptance_criteria": ["a passage about price"]}),
+    );
+    plan
+}
+
 /// A scratch folder: the run database, the plan and the workspace.
 struct Dir(Scratch);
 
 impl Dir {
     fn new(name: &str) -> Self {
+        Self::with_plan(name, &plan())
+    }
+
+    fn with_plan(name: &str, plan: &Value) -> Self {
         let scratch = Scratch::new("crash", name);
-        std::fs::write(scratch.path().join("plan.json"), plan().to_string()).unwrap();
+        std::fs::write(scratch.path().join("plan.json"), plan.to_string()).unwrap();
         Self(scratch)
     }
     fn db(&self) -> PathBuf {
@@ -240,115 +259,230 @@ fn abort_after_every_durable_write_then_resume_ends_like_an_uninterrupted_run() 
     panic!("the run never completed without aborting");
 }
 
-/// How long each tool call of the killed runs takes (`STEPWISE_TOOL_DELAY_MS`):
-/// the window in which a kill sent on a progress line lands mid-run.
+/// How long each tool call of the killed runs takes at first
+/// (`STEPWISE_TOOL_DELAY_MS`): the window in which a kill sent on a progress
+/// line lands mid-run. Doubled at each retry of a kill that missed.
 const DELAY_MS: u64 = 300;
 
-/// Progress lines (stderr) on which the run is killed: with both searches in
-/// flight; after `find` succeeded, `cost` still in flight; with the
-/// side-effect step `save` in flight; with `save` done and `read` in flight.
-const KILL_ON: [&str; 4] = [
-    "[find] running",
-    "[find] succeeded",
-    "[save] running",
-    "[read] running",
+/// Tries per kill point before the test fails: a kill that missed its
+/// window (the step ended before the signal) is retried on a fresh run.
+const KILL_TRIES: u32 = 4;
+
+/// Where a run is killed: the progress line (stderr) on which the kill is
+/// sent, and what the run's log must show at the kill for it to have landed
+/// there — the steps then in flight (started, not ended) and those already
+/// succeeded.
+struct KillPoint {
+    on: &'static str,
+    in_flight: &'static [&'static str],
+    succeeded: &'static [&'static str],
+}
+
+/// With the first searches in flight; after `find` succeeded, `cost` still
+/// in flight (see [`kill_plan`]); with the side-effect step `save` in
+/// flight; with `save` done and `read` in flight.
+const KILL_ON: [KillPoint; 4] = [
+    KillPoint {
+        on: "[find] running",
+        in_flight: &["find"],
+        succeeded: &[],
+    },
+    KillPoint {
+        on: "[find] succeeded",
+        in_flight: &["cost"],
+        succeeded: &["find"],
+    },
+    KillPoint {
+        on: "[save] running",
+        in_flight: &["save"],
+        succeeded: &["find"],
+    },
+    KillPoint {
+        on: "[read] running",
+        in_flight: &["read"],
+        succeeded: &["find", "price", "cost", "save"],
+    },
 ];
 
+/// The steps of the stored run whose last lifecycle event is `step_started`
+/// (in flight when the process died), and those that succeeded.
+fn in_flight_and_succeeded(dir: &Dir, run_id: &str) -> (Vec<String>, Vec<String>) {
+    use stepwise_core::Store;
+    let store = stepwise_store::SqliteStore::open(&dir.db()).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let events = rt
+        .block_on(store.events(&stepwise_core::RunId(run_id.to_owned())))
+        .unwrap();
+    let mut last = std::collections::BTreeMap::new();
+    let mut succeeded = Vec::new();
+    for e in &events {
+        let v = serde_json::to_value(&e.kind).unwrap();
+        if let (Some(kind), Some(step)) = (v["kind"].as_str(), v["step"].as_str())
+            && kind.starts_with("step_")
+        {
+            if kind == "step_succeeded" {
+                succeeded.push(step.to_owned());
+            }
+            last.insert(step.to_owned(), kind.to_owned());
+        }
+    }
+    let in_flight = last
+        .into_iter()
+        .filter(|(_, kind)| kind == "step_started")
+        .map(|(step, _)| step)
+        .collect();
+    (in_flight, succeeded)
+}
+
+/// One try at killing a run at `point`: the run, killed or not, must end
+/// like an uninterrupted one once resumed. `Ok` if the kill landed where
+/// intended (and the resume continued the run); `Err` says how it missed.
+#[cfg(unix)]
+fn kill_once(point: &KillPoint, name: &str, delay_ms: u64, expected: &Value) -> Result<(), String> {
+    use std::os::unix::process::ExitStatusExt;
+
+    let trigger = point.on;
+    let dir = Dir::with_plan(name, &kill_plan());
+    let id = format!("run_{name}");
+    // Progress on (no --quiet): the kill is sent when `trigger` is printed.
+    let args = start_args(&dir, &id);
+    let args: Vec<&str> = args
+        .iter()
+        .map(String::as_str)
+        .filter(|a| *a != "--quiet")
+        .collect();
+    let delay = delay_ms.to_string();
+    let mut child = command(&dir, &args, &[("STEPWISE_TOOL_DELAY_MS", &delay)])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn();
+    let mut seen = Vec::new();
+    let mut sent = false;
+    for line in BufReader::new(child.take_stderr().unwrap()).lines() {
+        let line = line.unwrap();
+        sent = line.starts_with(trigger);
+        seen.push(line);
+        if sent {
+            child.kill();
+            break;
+        }
+    }
+    let status = child.wait();
+    let last = seen.last().cloned().unwrap_or_default();
+    if status.signal() != Some(9) {
+        // The run ended before the kill: it must still have ended well.
+        assert!(
+            status.success(),
+            "on {trigger:?}: {status:?}\n{}",
+            seen.join("\n")
+        );
+        assert_eq!(
+            stable_value(&stored(&dir, &id)),
+            *expected,
+            "on {trigger:?}"
+        );
+        let why = if sent {
+            "the kill came too late"
+        } else {
+            "never printed"
+        };
+        return Err(format!("{why}; exited {status} after {last:?}"));
+    }
+    // Where the kill landed, as the log has it before anything resumes.
+    let (in_flight, succeeded) = in_flight_and_succeeded(&dir, &id);
+    let second = resume(&dir, &id);
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    if stderr.contains("no run with id") {
+        // Killed before the run was recorded: nothing was accepted, nothing ran.
+        assert_eq!(dir.ledger_lines(), 0, "kill on {trigger:?}");
+        return Err("killed before the run was recorded".into());
+    }
+    if stderr.contains("already ended") {
+        // Killed after the run's last event (e.g. releasing its lease).
+        assert_eq!(
+            stable_value(&stored(&dir, &id)),
+            *expected,
+            "on {trigger:?}"
+        );
+        return Err("killed after the run ended".into());
+    }
+    assert_eq!(
+        second.status.code(),
+        Some(0),
+        "kill on {trigger:?}: {stderr}"
+    );
+    let v: Value = serde_json::from_slice(&second.stdout).unwrap();
+    assert!(
+        v["execution_history"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["kind"] == "run_resumed"),
+        "kill on {trigger:?}: the resume continued the interrupted run"
+    );
+    assert_eq!(stable(&second), *expected, "kill on {trigger:?}");
+    assert_no_rerun(&second);
+    assert_eq!(dir.ledger_lines(), 1, "kill on {trigger:?}: written once");
+    let landed = point
+        .in_flight
+        .iter()
+        .all(|s| in_flight.iter().any(|f| f == s))
+        && point
+            .succeeded
+            .iter()
+            .all(|s| succeeded.iter().any(|d| d == s));
+    if landed {
+        Ok(())
+    } else {
+        Err(format!(
+            "killed after {last:?}, with {in_flight:?} in flight and {succeeded:?} succeeded; \
+             wanted {:?} in flight and {:?} succeeded",
+            point.in_flight, point.succeeded
+        ))
+    }
+}
+
+/// Every kill point must be hit: each is tried on fresh runs, with a longer
+/// tool delay each time, until its kill lands where intended, and the test
+/// fails if one never does (every try, landed or not, must also resume to
+/// the uninterrupted outcome).
 #[cfg(unix)]
 #[test]
 fn kill_9_mid_run_then_resume_ends_like_an_uninterrupted_run() {
-    use std::os::unix::process::ExitStatusExt;
-
-    let reference_dir = Dir::new("kill-reference");
-    let expected = stable(&run(&reference_dir, "run_kill_ref", &[]));
-    let mut resumed = 0;
-    let mut missed = Vec::new();
-    for (i, trigger) in KILL_ON.into_iter().enumerate() {
-        let dir = Dir::new(&format!("kill{i}"));
-        let id = format!("run_kill_{i}");
-        // Progress on (no --quiet): the kill is sent when `trigger` is printed.
-        let args = start_args(&dir, &id);
-        let args: Vec<&str> = args
-            .iter()
-            .map(String::as_str)
-            .filter(|a| *a != "--quiet")
-            .collect();
-        let delay = DELAY_MS.to_string();
-        let mut child = command(&dir, &args, &[("STEPWISE_TOOL_DELAY_MS", &delay)])
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn();
-        let mut seen = Vec::new();
-        let mut sent = false;
-        for line in BufReader::new(child.take_stderr().unwrap()).lines() {
-            let line = line.unwrap();
-            sent = line.starts_with(trigger);
-            seen.push(line);
-            if sent {
-                child.kill();
-                break;
-            }
-        }
-        let status = child.wait();
-        if status.signal() != Some(9) {
-            // The run ended before the kill: it must still have ended well.
-            assert!(
-                status.success(),
-                "on {trigger:?}: {status:?}\n{}",
-                seen.join("\n")
-            );
-            assert_eq!(stable_value(&stored(&dir, &id)), expected, "on {trigger:?}");
-            let why = if sent {
-                "the kill came too late"
-            } else {
-                "never printed"
-            };
-            let last = seen.last().cloned().unwrap_or_default();
-            missed.push(format!(
-                "{trigger:?}: {why}; exited {status} after {last:?}"
-            ));
-            continue;
-        }
-        let second = resume(&dir, &id);
-        let stderr = String::from_utf8_lossy(&second.stderr);
-        if stderr.contains("no run with id") {
-            // Killed before the run was recorded: nothing was accepted, nothing ran.
-            assert_eq!(dir.ledger_lines(), 0, "kill on {trigger:?}");
-            missed.push(format!("{trigger:?}: killed before the run was recorded"));
-            continue;
-        }
-        if stderr.contains("already ended") {
-            // Killed after the run's last event (e.g. releasing its lease).
-            assert_eq!(stable_value(&stored(&dir, &id)), expected, "on {trigger:?}");
-            missed.push(format!("{trigger:?}: killed after the run ended"));
-            continue;
-        }
-        assert_eq!(
-            second.status.code(),
-            Some(0),
-            "kill on {trigger:?}: {stderr}"
-        );
-        let v: Value = serde_json::from_slice(&second.stdout).unwrap();
-        assert!(
-            v["execution_history"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|e| e["kind"] == "run_resumed"),
-            "kill on {trigger:?}: the resume continued the interrupted run"
-        );
-        assert_eq!(stable(&second), expected, "kill on {trigger:?}");
-        assert_no_rerun(&second);
-        assert_eq!(dir.ledger_lines(), 1, "kill on {trigger:?}: written once");
-        resumed += 1;
-    }
-    assert!(
-        resumed >= 1,
-        "no kill -9 landed mid-run, so nothing was resumed: {missed:#?}. A kill is sent as soon \
-         as its progress line (KILL_ON) appears on stderr, and each tool call then takes \
-         STEPWISE_TOOL_DELAY_MS = DELAY_MS ({DELAY_MS} ms): raise DELAY_MS if the runs finish \
-         first, or update KILL_ON if the progress lines no longer read like that."
+    let reference_dir = Dir::with_plan("kill-reference", &kill_plan());
+    let reference = run(&reference_dir, "run_kill_ref", &[]);
+    assert_eq!(
+        reference.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&reference.stderr)
     );
+    let expected = stable(&reference);
+    assert_eq!(reference_dir.ledger_lines(), 1);
+    for (i, point) in KILL_ON.iter().enumerate() {
+        let mut missed = Vec::new();
+        let landed = (0..KILL_TRIES).any(|try_| {
+            let delay = DELAY_MS << try_;
+            match kill_once(point, &format!("kill{i}_{try_}"), delay, &expected) {
+                Ok(()) => true,
+                Err(why) => {
+                    missed.push(format!("with {delay} ms per tool call: {why}"));
+                    false
+                }
+            }
+        });
+        assert!(
+            landed,
+            "the kill -9 on {:?} never landed with {:?} in flight in {KILL_TRIES} tries: \
+             {missed:#?}. A kill is sent as soon as its progress line appears on stderr, and \
+             each tool call then takes STEPWISE_TOOL_DELAY_MS (DELAY_MS = {DELAY_MS} ms, \
+             doubled per try): raise DELAY_MS if the runs finish first, or update KILL_ON if \
+             the progress lines no longer read like that.",
+            point.on, point.in_flight
+        );
+    }
 }
 
 #[test]

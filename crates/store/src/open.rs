@@ -216,10 +216,17 @@ fn classify(found: &Found, db: &str) -> Result<u32, String> {
 
 /// Why SQLite could not open a file: to create it, or (in WAL mode) its
 /// `-wal` and `-shm` files beside it, the directory must be writable — worth
-/// saying, since SQLite's "unable to open database file" does not.
+/// saying, since SQLite's "unable to open database file" does not. (A `-wal`
+/// file refused by permission bits comes back as "readonly database", one
+/// refused by `chattr +i` as "unable to open".)
 fn explain(db: &str, path: Option<&Path>, e: &rusqlite::Error) -> String {
     let dir = path
-        .filter(|_| e.sqlite_error_code() == Some(ErrorCode::CannotOpen))
+        .filter(|_| {
+            matches!(
+                e.sqlite_error_code(),
+                Some(ErrorCode::CannotOpen | ErrorCode::ReadOnly)
+            )
+        })
         .and_then(Path::parent);
     match dir {
         Some(dir) if !directory_accepts_files(dir) => format!(

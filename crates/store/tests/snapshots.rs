@@ -3,7 +3,12 @@
 //! fold of the whole log — from a cold cache, across a crash between two
 //! snapshot rewrites, and in a file migrated from schema 1, where the
 //! snapshot sat in the `runs` row and was rewritten at every append.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::print_stdout
+)]
 
 use std::path::Path;
 use std::process::Command;
@@ -212,20 +217,26 @@ fn a_short_run_gets_its_snapshot_when_it_stops() {
     check_cold(&path, &run, &log);
 }
 
-/// The environment variable that makes `crash_child` do its work.
+/// Set (to the database's path) in the child process of
+/// `a_crash_between_snapshot_rewrites...`, which then appends until the
+/// failpoint aborts it instead of checking.
+#[cfg(unix)]
 const CHILD_DB: &str = "STEPWISE_TEST_CRASH_DB";
+#[cfg(unix)]
 const CRASH_STEPS: usize = 150;
+/// What the child prints before its n-th append: the last one it printed
+/// is the append it died in.
+#[cfg(unix)]
+const APPENDING: &str = "appending event ";
 
-/// In a child process only (see `a_crash_between_snapshot_rewrites...`):
-/// appends the long run one event at a time until the failpoint aborts.
-#[test]
-fn crash_child() {
-    let Some(path) = std::env::var_os(CHILD_DB) else {
-        return;
-    };
-    let store = SqliteStore::open(Path::new(&path)).unwrap();
+/// In the child process: appends the long run one event at a time until the
+/// failpoint aborts; it never returns.
+#[cfg(unix)]
+fn crash_child(path: &Path) -> ! {
+    let store = SqliteStore::open(path).unwrap();
     let run = RunId("run_crash".into());
     for event in long_log(&run, CRASH_STEPS) {
+        println!("{APPENDING}{}", event.seq);
         block_on(store.append(&run, std::slice::from_ref(&event), None)).unwrap();
     }
     panic!("the failpoint did not fire");
@@ -233,9 +244,15 @@ fn crash_child() {
 
 /// Kills a run right after its n-th append — around each snapshot rewrite
 /// and between two — then checks what a resuming process finds and that the
-/// log goes on from there.
+/// log goes on from there. The run is this test again, in a child process
+/// (with [`CHILD_DB`] set), aborted by the store's failpoint.
+#[cfg(unix)]
 #[test]
 fn a_crash_between_snapshot_rewrites_leaves_a_consistent_file() {
+    const TEST: &str = "a_crash_between_snapshot_rewrites_leaves_a_consistent_file";
+    if let Some(path) = std::env::var_os(CHILD_DB) {
+        crash_child(Path::new(&path));
+    }
     let dir = tempfile::tempdir().unwrap();
     let run = RunId("run_crash".into());
     let log = long_log(&run, CRASH_STEPS);
@@ -266,15 +283,12 @@ fn a_crash_between_snapshot_rewrites_leaves_a_consistent_file() {
     for n in points {
         let path = dir.path().join(format!("crash-{n}.db"));
         let out = Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "crash_child", "--nocapture", "--test-threads=1"])
+            .args(["--exact", TEST, "--nocapture", "--test-threads=1"])
             .env(CHILD_DB, &path)
             .env(FAILPOINT_ENV, format!("abort-after-writes={n}"))
             .output()
             .unwrap();
-        assert!(
-            !out.status.success() && out.status.code().is_none(),
-            "after write {n}, the child should have been killed by its abort: {out:?}"
-        );
+        assert_crashed_in_append(&out, n);
         check_cold(&path, &run, &log[..n]);
         // The run goes on where it stopped, from a cold cache.
         let store = SqliteStore::open(&path).unwrap();
@@ -282,6 +296,30 @@ fn a_crash_between_snapshot_rewrites_leaves_a_consistent_file() {
         drop(store);
         check_cold(&path, &run, &log);
     }
+}
+
+/// The child died of its failpoint's abort (SIGABRT, not a panic or an
+/// exit) in its `n`-th append: the last one it started.
+#[cfg(unix)]
+fn assert_crashed_in_append(out: &std::process::Output, n: usize) {
+    use std::os::unix::process::ExitStatusExt;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.signal(),
+        Some(6),
+        "after write {n}, the child should have been killed by its abort (SIGABRT): {}\n{stdout}\n{stderr}",
+        out.status
+    );
+    let last = stdout
+        .lines()
+        .filter_map(|l| l.split_once(APPENDING).map(|(_, seq)| seq))
+        .next_back();
+    assert_eq!(
+        last,
+        Some(n.to_string().as_str()),
+        "the child should have died in append {n}:\n{stdout}\n{stderr}"
+    );
 }
 
 /// Schema 1, exactly as released: `MIGRATIONS[0]` of `open.rs`.

@@ -5,17 +5,24 @@
 
 use std::path::PathBuf;
 
+#[cfg(feature = "postgres")]
 use anyhow::anyhow;
+#[cfg(feature = "postgres")]
 use stepwise_store::postgres::{self, Migrated};
 
 use crate::db;
-use crate::error::{CliError, CliResult};
+#[cfg(feature = "postgres")]
+use crate::error::CliError;
+use crate::error::CliResult;
 use crate::output;
 
 /// `stepwise migrate [--db PATH|URL]`.
 pub(crate) fn migrate(flag: Option<&PathBuf>) -> CliResult {
     let name = db::describe(flag);
     let text = match db::url(flag) {
+        #[cfg(not(feature = "postgres"))]
+        Some(_) => return Err(crate::error::not_built("postgres").into()),
+        #[cfg(feature = "postgres")]
         Some(url) => match postgres::migrate(&url).map_err(|e| CliError::usage(anyhow!(e)))? {
             Migrated { from, to } if from == to => {
                 format!("{name}: up to date (schema version {to})\n")

@@ -7,6 +7,7 @@ pub(crate) mod approve;
 pub(crate) mod bench;
 pub(crate) mod cancel;
 pub(crate) mod migrate;
+#[cfg(feature = "serve")]
 pub(crate) mod pickup;
 pub(crate) mod plan;
 pub(crate) mod reject;
@@ -14,10 +15,14 @@ pub(crate) mod replay;
 pub(crate) mod resume;
 pub(crate) mod run;
 pub(crate) mod runs;
+#[cfg(feature = "serve")]
 pub(crate) mod serve;
 pub(crate) mod show;
 pub(crate) mod strategies;
 pub(crate) mod tools;
+#[cfg(feature = "serve")]
 pub(crate) mod wiring;
+#[cfg(feature = "serve")]
 pub(crate) mod worker;
+#[cfg(feature = "postgres")]
 pub(crate) mod workers;

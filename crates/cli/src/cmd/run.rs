@@ -102,8 +102,21 @@ pub(crate) fn run(args: &RunArgs, db_flag: Option<&PathBuf>) -> CliResult {
     finish(&state, &args.output, None)
 }
 
+/// `run --detach` in a build without workers (`serve`): refused.
+#[cfg(not(feature = "serve"))]
+fn detach(
+    _: &RunArgs,
+    _: Option<&PathBuf>,
+    _: &RunId,
+    _: Constraints,
+    _: serde_json::Value,
+) -> CliResult {
+    Err(crate::error::not_built("serve").into())
+}
+
 /// `run --detach`: the run goes to the queue, for a worker; its id to
 /// stdout (with `--json`, `{"run_id", "status": "queued"}`).
+#[cfg(feature = "serve")]
 fn detach(
     args: &RunArgs,
     db_flag: Option<&PathBuf>,
@@ -190,6 +203,7 @@ fn refuse(what: &str, problems: &[String], available: &[String]) -> CliResult {
 /// A plan given with the run may name only tools the run can call: a
 /// step naming another would pause the run for review after it was
 /// accepted, for a mistake the request already shows.
+#[cfg(feature = "serve")]
 pub(crate) fn check_plan_tools(plan: Option<&serde_json::Value>, host: &Host) -> CliResult {
     let Some(steps) = plan.and_then(|p| p.get("steps")).and_then(|s| s.as_array()) else {
         return Ok(());

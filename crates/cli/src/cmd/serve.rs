@@ -176,7 +176,7 @@ impl ServeLauncher {
         &self,
         name: &str,
         servers: &[String],
-    ) -> Result<BTreeMap<String, stepwise_mcp::ServerConfig>, LaunchError> {
+    ) -> Result<BTreeMap<String, crate::mcp::ServerConfig>, LaunchError> {
         let configured = self
             .config
             .mcp_servers(&[], &self.cwd)

@@ -6,11 +6,11 @@
 use anyhow::{Context, anyhow};
 use serde_json::{Value, json};
 use stepwise_core::ToolSpec;
-use stepwise_mcp::ToolInfo;
 
 use crate::cli::ToolsArgs;
 use crate::config::Config;
 use crate::error::{CliError, CliResult};
+use crate::mcp::ToolInfo;
 use crate::output;
 use crate::render::table::Table;
 

@@ -13,11 +13,11 @@ use std::sync::Arc;
 use anyhow::Context;
 use stepwise_core::engine::ResumeOptions;
 use stepwise_core::{Engine, EngineError, Event, EventSink, IdempotencyLog, RunId, RunState};
-use stepwise_mcp::McpServers;
 use stepwise_tools::notes::Corpus;
 
 use crate::cli::ApproveMode;
 use crate::config::Config;
+use crate::mcp::McpServers;
 use crate::session::{EngineBuilder, Host};
 
 /// What a run's engine is wired from.

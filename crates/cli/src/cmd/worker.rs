@@ -47,7 +47,7 @@ use crate::cli::{ApproveMode, WorkerArgs};
 use crate::cmd::pickup::{self, Pickup, Recorded};
 use crate::cmd::wiring::{SharedServers, Wiring};
 use crate::config::Config;
-use crate::db;
+use crate::db::{self, url_of};
 use crate::error::{CliError, CliResult};
 use crate::output;
 use crate::session::Host;
@@ -71,15 +71,6 @@ fn approve_mode(name: &str) -> ApproveMode {
     } else {
         ApproveMode::Never
     }
-}
-
-/// The PostgreSQL URL of `--db`, or a usage error.
-pub(crate) fn url_of(flag: Option<&PathBuf>, command: &str) -> Result<String, CliError> {
-    db::url(flag).ok_or_else(|| {
-        CliError::usage(anyhow!(
-            "`stepwise {command}` needs a PostgreSQL database: --db postgres://USER@HOST/DB (or STEPWISE_DB); workers share runs through it"
-        ))
-    })
 }
 
 /// Puts a run in the queue of the PostgreSQL database `url`.

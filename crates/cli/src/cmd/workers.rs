@@ -8,8 +8,7 @@ use anyhow::{Context, anyhow};
 use stepwise_core::StoreError;
 
 use crate::cli::WorkersArgs;
-use crate::cmd::worker::url_of;
-use crate::db;
+use crate::db::{self, url_of};
 use crate::error::CliResult;
 use crate::output;
 use crate::render::table::Table;

@@ -73,6 +73,7 @@ impl<'a> EngineBuilder<'a> {
 
     /// Runs keep no history in memory: for a host whose store holds the log
     /// and that reads only the status back (a worker, the server).
+    #[cfg(feature = "serve")]
     #[must_use]
     pub(crate) fn forget_history(mut self) -> Self {
         self.keep_history = false;

@@ -51,7 +51,7 @@ pub(crate) struct Host {
     /// `--mcp`, their folders absolute), so a resume starts the same ones.
     /// A bearer token is named by its variable, never recorded.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub(crate) mcp: BTreeMap<String, stepwise_mcp::ServerConfig>,
+    pub(crate) mcp: BTreeMap<String, crate::mcp::ServerConfig>,
     /// The strategy's name. Not stored here: the run records it in
     /// `run_started.strategy`, and [`Host::of`] reads it from there.
     #[serde(skip)]

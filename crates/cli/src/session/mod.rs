@@ -38,7 +38,7 @@ pub(crate) struct Session {
     pub(crate) store: Db,
     pub(crate) lease: Lease,
     events: tokio::sync::mpsc::UnboundedReceiver<stepwise_core::Event>,
-    mcp: stepwise_mcp::McpServers,
+    mcp: crate::mcp::McpServers,
     /// Time spent before the run (loading the notes), counted in its reported time.
     before: std::time::Duration,
 }

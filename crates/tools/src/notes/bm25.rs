@@ -15,7 +15,8 @@
 
 use std::collections::HashSet;
 
-use super::fxhash::FxHashMap;
+// FxHash, not SipHash: a corpus is the user's own notes, not an adversary's.
+use rustc_hash::FxHashMap;
 
 /// BM25's two tuning constants.
 #[derive(Debug, Clone, Copy, PartialEq)]

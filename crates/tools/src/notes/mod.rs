@@ -20,7 +20,6 @@
 pub mod bm25;
 pub mod corpus;
 pub mod error;
-mod fxhash;
 pub mod load;
 pub mod names;
 pub mod passages;

@@ -18,9 +18,10 @@
 use std::ops::Range;
 
 use super::corpus::Note;
-use super::fxhash::FxHashMap;
+// FxHash, not SipHash: a corpus is the user's own notes, not an adversary's.
 use super::stem::piece_word;
 use super::tokenize::{for_each_piece, piece_terms};
+use rustc_hash::FxHashMap;
 
 /// Words of a corpus, and the notes using each. See the [module docs](self).
 #[derive(Debug, Clone, Default)]
