@@ -191,17 +191,29 @@ fn unprivileged(test: &str, checks: impl FnOnce()) {
         println!("{CHECKED_AS}{uid}");
         return;
     }
-    let exe = std::env::current_exe().unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    let mut exe = std::env::current_exe().unwrap();
+    let root = effective_uid() == 0;
+    // Nobody may not reach the build folder (under /root, say): a copy of
+    // the binary in a folder of its own that everyone may enter.
+    let copy = tempfile::tempdir().unwrap();
+    if root {
+        std::fs::set_permissions(copy.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let to = copy.path().join(exe.file_name().unwrap());
+        std::fs::copy(&exe, &to).unwrap();
+        exe = to;
+    }
     let mut child = Command::new(&exe);
     child
         .args(["--exact", test, "--nocapture", "--test-threads=1"])
-        .env(CHILD_TEST, test);
-    if effective_uid() == 0 {
+        .env(CHILD_TEST, test)
+        .current_dir("/");
+    if root {
         child.uid(NOBODY).gid(NOBODY);
     }
     let out = child
         .output()
-        .unwrap_or_else(|e| panic!("cannot run {} as nobody: {e}", exe.display()));
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", exe.display()));
     let stdout = String::from_utf8_lossy(&out.stdout);
     let uid = stdout
         .lines()
