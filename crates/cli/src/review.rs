@@ -5,7 +5,7 @@
 use serde_json::Value;
 use stepwise_core::{Diagnostic, DiagnosticCode, EventKind, RunState};
 
-use crate::session::{Host, needs};
+use crate::host::{Host, needs};
 
 /// The steps of a plan document (an object with `steps`, or a bare array).
 fn draft_steps(draft: &Value) -> &[Value] {

@@ -7,18 +7,48 @@
 //!
 //! [`Engine::start_recorded`]: stepwise_core::Engine::start_recorded
 
+use std::path::PathBuf;
+
+use anyhow::{Context, anyhow};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use stepwise_core::engine::{ResumeOptions, what_changed};
-use stepwise_core::{RunState, RunStatus};
+use stepwise_core::{Constraints, RunId, RunState, RunStatus};
 use stepwise_server::{ApproveMode as ServeApprove, Resume};
 use stepwise_tools::notes::LoadedCorpus;
 
 use crate::cli::ApproveMode;
+use crate::db;
+use crate::error::{CliError, CliResult};
 use crate::session::Host;
 
 /// The host JSON key of a server run's approval mode (beside the tenant).
 pub(crate) const APPROVE_KEY: &str = "approve";
+
+/// What `run --detach` puts in the queue: all a worker needs to start the run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Detached {
+    pub(crate) goal: String,
+    pub(crate) constraints: Constraints,
+    /// The run's settings (as recorded in `run_started.host`).
+    pub(crate) host: Value,
+    pub(crate) strategy: String,
+    /// `auto` or `never`: how side-effect steps get approved.
+    pub(crate) approve: String,
+}
+
+/// Puts a run in the queue of the PostgreSQL database `url`.
+pub(crate) fn enqueue(flag: Option<&PathBuf>, run: &RunId, spec: &Detached) -> CliResult {
+    let url = db::url(flag).ok_or_else(|| {
+        CliError::usage(anyhow!(
+            "--detach needs a PostgreSQL database (--db postgres://… or STEPWISE_DB): workers (`stepwise worker`) claim detached runs from there"
+        ))
+    })?;
+    let store = db::open_postgres(&url)?;
+    let spec = serde_json::to_value(spec).context("cannot encode the run")?;
+    db::block_on(store.enqueue(run, &spec))?.map_err(|e| CliError::usage(anyhow!(e)))?;
+    Ok(())
+}
 
 /// What to do with a run picked up for work.
 pub(crate) enum Pickup {
@@ -44,7 +74,7 @@ pub(crate) fn pickup(
         return Pickup::Start;
     }
     let (changed, new_host) = if state.status == RunStatus::NeedsReview {
-        crate::cmd::resume::host_changes(state, host, loaded)
+        crate::host::host_changes(state, host, loaded)
     } else {
         (Vec::new(), Value::Null)
     };

@@ -9,42 +9,12 @@ use anyhow::anyhow;
 use serde_json::Value;
 use stepwise_core::engine::{ResumeOptions, what_changed};
 use stepwise_core::{RunState, RunStatus};
-use stepwise_tools::notes::LoadedCorpus;
 
-use super::run::finish;
 use crate::cli::ResumeArgs;
 use crate::db;
 use crate::error::{CliError, CliResult};
+use crate::finish::finish;
 use crate::session::{self, Host, Session};
-
-/// What changed outside the log since a run stopped for review (its notes),
-/// and the settings to record if it goes on.
-pub(crate) fn host_changes(
-    state: &RunState,
-    host: &Host,
-    loaded: &LoadedCorpus,
-) -> (Vec<String>, Value) {
-    let now = loaded.fingerprint();
-    let mut changed = Vec::new();
-    // A run recorded without a fingerprint cannot tell: only a known
-    // difference counts as a change.
-    if host
-        .notes_fingerprint
-        .as_ref()
-        .is_some_and(|was| *was != now)
-    {
-        changed.push(format!(
-            "the notes in {} changed ({} notes now)",
-            host.notes.display(),
-            loaded.corpus.len()
-        ));
-    }
-    let mut value = state.host.clone();
-    if let Value::Object(map) = &mut value {
-        map.insert("notes_fingerprint".to_owned(), Value::String(now));
-    }
-    (changed, value)
-}
 
 /// How a resume ended: it ran on, or it would only have repeated itself.
 enum Resumed {
@@ -71,7 +41,7 @@ pub(crate) fn resume(args: &ResumeArgs, db_flag: Option<&PathBuf>) -> CliResult 
         // Only a run stopped for review needs a reason to go on; a crashed or
         // paused one resumes as it is.
         let (changed, new_host) = if state.status == RunStatus::NeedsReview {
-            host_changes(&state, &host, &loaded)
+            crate::host::host_changes(&state, &host, &loaded)
         } else {
             (Vec::new(), Value::Null)
         };

@@ -6,16 +6,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, anyhow};
-use stepwise_core::{Constraints, RunId, RunState, RunStatus};
+use stepwise_core::{Constraints, RunId};
 
-use crate::cli::{OutputArgs, RunArgs};
+use crate::cli::RunArgs;
 use crate::config::Config;
 use crate::db;
-use crate::error::{CliError, CliResult, ErrorKind, usage};
+use crate::error::{CliError, CliResult, usage};
 use crate::input::{read_constraints, read_json};
-use crate::output;
-use crate::render::{brief, usage::priced_output};
-use crate::session::{self, Host, Session, price};
+use crate::session::{self, Host, Session};
 
 /// `path` made absolute, so a resume from another directory finds it.
 fn absolute(path: &Path) -> anyhow::Result<PathBuf> {
@@ -99,7 +97,7 @@ pub(crate) fn run(args: &RunArgs, db_flag: Option<&PathBuf>) -> CliResult {
             })
             .await
     })??;
-    finish(&state, &args.output, None)
+    crate::finish::finish(&state, &args.output, None)
 }
 
 /// `run --detach` in a build without workers (`serve`): refused.
@@ -141,22 +139,22 @@ fn detach(
             serde_json::Value::String(approve.to_owned()),
         );
     }
-    let spec = crate::cmd::worker::Detached {
+    let spec = crate::cmd::pickup::Detached {
         goal: args.goal.clone(),
         constraints,
         host,
         strategy: args.strategy.clone(),
         approve: approve.to_owned(),
     };
-    crate::cmd::worker::enqueue(db_flag, run_id, &spec)?;
+    crate::cmd::pickup::enqueue(db_flag, run_id, &spec)?;
     if args.output.json {
         let json = serde_json::json!({"run_id": run_id.as_str(), "status": "queued"});
-        output::stdout(&format!("{json}\n"))?;
+        crate::output::stdout(&format!("{json}\n"))?;
     } else {
-        output::stdout(&format!("{run_id}\n"))?;
+        crate::output::stdout(&format!("{run_id}\n"))?;
     }
     if !args.output.quiet {
-        output::note(&format!(
+        crate::output::note(&format!(
             "queued run {run_id}; a `stepwise worker` will run it (`stepwise show {run_id}` once it has started)"
         ));
     }
@@ -219,73 +217,4 @@ pub(crate) fn check_plan_tools(plan: Option<&serde_json::Value>, host: &Host) ->
         })
         .collect();
     refuse("the plan names", &problems, &available)
-}
-
-/// Prints a run's output (`run` and `resume`), and returns its status as
-/// the exit code. `hint` replaces the usual note on what to do next.
-pub(crate) fn finish(state: &RunState, out: &OutputArgs, hint: Option<&str>) -> CliResult {
-    let text = if out.json {
-        let mut json = serde_json::to_string_pretty(&priced_output(state)?)
-            .context("cannot encode the output")?;
-        json.push('\n');
-        json
-    } else {
-        brief::markdown(state)
-    };
-    if !out.quiet {
-        if let Some((model, price)) = price(state) {
-            let u = &state.usage;
-            output::note(&format!(
-                "{model}: {} calls, {} in / {} out tokens, ${:.4}",
-                u.llm_calls,
-                u.input_tokens,
-                u.output_tokens,
-                price.cost(u)
-            ));
-        }
-        let host = Host::of(state).ok();
-        let repaired = crate::review::repairs(state, host.as_ref());
-        if !repaired.is_empty() {
-            output::note(&format!(
-                "--repair changed your plan: {}",
-                repaired.join("; ")
-            ));
-        }
-    }
-    match &out.out {
-        Some(path) => {
-            std::fs::write(path, &text)
-                .with_context(|| format!("cannot write {}", path.display()))?;
-            if !out.quiet {
-                output::note(&format!("wrote {}", path.display()));
-            }
-        }
-        None => output::stdout(&text)?,
-    }
-    let run = &state.run_id;
-    if !out.quiet {
-        match state.status {
-            RunStatus::NeedsReview => output::note(&hint.map_or_else(
-                || {
-                    format!(
-                        "run {run} needs review; see `stepwise show {run}`, then, once something changed (--max-replans, --max-steps, the notes), `stepwise resume {run}`"
-                    )
-                },
-                str::to_owned,
-            )),
-            RunStatus::AwaitingApproval => output::note(&format!(
-                "run {run} waits for approval: `stepwise approve {run}`, then `stepwise resume {run}`"
-            )),
-            _ => {}
-        }
-    }
-    match ErrorKind::of_status(state.status) {
-        None => Ok(()),
-        // Why it failed is worth an `error:` line; the other stops were said above.
-        Some(ErrorKind::Failed) => Err(match &state.blocked_reason {
-            Some(reason) => CliError::failed(anyhow!("{reason}")),
-            None => CliError::quiet(ErrorKind::Failed),
-        }),
-        Some(kind) => Err(CliError::quiet(kind)),
-    }
 }

@@ -373,7 +373,7 @@ impl Launcher for ServeLauncher {
             return Ok(());
         }
         let loaded = notes(&host.notes).await?;
-        let (changed, new_host) = crate::cmd::resume::host_changes(state, &host, &loaded);
+        let (changed, new_host) = crate::host::host_changes(state, &host, &loaded);
         let options = ResumeOptions {
             by: resume.by.clone(),
             max_replans: resume.max_replans,

@@ -10,10 +10,10 @@ use stepwise_core::{EventKind, RunState, RunStatus, StepId, StepStatus};
 use crate::cli::ShowArgs;
 use crate::db;
 use crate::error::CliResult;
+use crate::host::price;
 use crate::output;
 use crate::render::usage::{priced_output, usage_line, usage_table, usd};
 use crate::render::{clip, describe_request, event, goal_of, mermaid, one_line, plural};
-use crate::session::price;
 
 /// `stepwise show RUN [--events] [--json | --mermaid]`.
 pub(crate) fn show(args: &ShowArgs, flag: Option<&PathBuf>) -> CliResult {

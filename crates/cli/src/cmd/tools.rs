@@ -14,13 +14,6 @@ use crate::mcp::ToolInfo;
 use crate::output;
 use crate::render::table::Table;
 
-/// The built-in tools' specs, sorted by name.
-pub(crate) fn builtin_specs() -> Vec<ToolSpec> {
-    let mut specs = stepwise_tools::builtin_specs();
-    specs.sort_by(|a, b| a.name.cmp(&b.name));
-    specs
-}
-
 /// One listed tool: where it comes from, and for an MCP tool what the
 /// server said about it.
 struct Listed {
@@ -92,7 +85,10 @@ fn listed(mcp_flags: &[String]) -> CliResult<Vec<Listed>> {
     let cwd = std::env::current_dir()
         .map_err(|e| CliError::usage(anyhow!("cannot read the current directory: {e}")))?;
     let servers = Config::load(&cwd)?.mcp_servers(mcp_flags, &cwd)?;
-    let mut listed: Vec<Listed> = builtin_specs().into_iter().map(Listed::builtin).collect();
+    let mut listed: Vec<Listed> = crate::host::builtin_specs()
+        .into_iter()
+        .map(Listed::builtin)
+        .collect();
     if !servers.is_empty() {
         let infos = crate::db::block_on(async {
             let mcp = crate::mcp::start(&servers, None).await?;

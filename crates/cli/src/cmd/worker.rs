@@ -32,12 +32,9 @@ use std::time::Duration;
 
 use anyhow::{Context, anyhow};
 use futures::future::BoxFuture;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use stepwise_core::event::{EventSink, SinkError};
-use stepwise_core::{
-    Constraints, Event, EventKind, Lease, RunId, RunLease, RunStatus, Store, StoreError,
-};
+use stepwise_core::{Event, EventKind, Lease, RunId, RunLease, RunStatus, Store, StoreError};
 use stepwise_server::{DeliveredApproval, Resume};
 use stepwise_store::PgStore;
 use stepwise_store::postgres::queue::Job;
@@ -52,18 +49,6 @@ use crate::error::{CliError, CliResult};
 use crate::output;
 use crate::session::Host;
 
-/// What `run --detach` puts in the queue: all a worker needs to start the run.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub(crate) struct Detached {
-    pub(crate) goal: String,
-    pub(crate) constraints: Constraints,
-    /// The run's settings (as recorded in `run_started.host`).
-    pub(crate) host: Value,
-    pub(crate) strategy: String,
-    /// `auto` or `never`: how side-effect steps get approved.
-    pub(crate) approve: String,
-}
-
 /// The approval mode a detached run was queued with.
 fn approve_mode(name: &str) -> ApproveMode {
     if name == "auto" {
@@ -71,19 +56,6 @@ fn approve_mode(name: &str) -> ApproveMode {
     } else {
         ApproveMode::Never
     }
-}
-
-/// Puts a run in the queue of the PostgreSQL database `url`.
-pub(crate) fn enqueue(flag: Option<&PathBuf>, run: &RunId, spec: &Detached) -> CliResult {
-    let url = db::url(flag).ok_or_else(|| {
-        CliError::usage(anyhow!(
-            "--detach needs a PostgreSQL database (--db postgres://… or STEPWISE_DB): workers (`stepwise worker`) claim detached runs from there"
-        ))
-    })?;
-    let store = db::open_postgres(&url)?;
-    let spec = serde_json::to_value(spec).context("cannot encode the run")?;
-    db::block_on(store.enqueue(run, &spec))?.map_err(|e| CliError::usage(anyhow!(e)))?;
-    Ok(())
 }
 
 /// Writes events to the store fenced by the run's lease, and remembers
@@ -246,7 +218,7 @@ async fn work(ctx: Arc<Ctx>, job: Job, again: Option<Resume>) -> anyhow::Result<
         Err(StoreError::NotFound(_)) => None,
         Err(e) => return Ok(Outcome::GaveBack(e.to_string())),
     };
-    let spec: Option<Detached> = serde_json::from_value(job.spec.clone()).ok();
+    let spec: Option<pickup::Detached> = serde_json::from_value(job.spec.clone()).ok();
     // A run the server recorded carries only a person's resume, if any.
     let asked: Option<Resume> = match &spec {
         _ if again.is_some() => again,
@@ -367,7 +339,7 @@ async fn setup_failed(
     ctx: &Ctx,
     job: &Job,
     existing: Option<stepwise_core::RunState>,
-    spec: Option<Detached>,
+    spec: Option<pickup::Detached>,
     why: &str,
 ) -> anyhow::Result<Outcome> {
     let run = &job.run;

@@ -3,8 +3,8 @@
 
 use stepwise_core::{RunState, RunStatus, StepStatus};
 
+use crate::host::Host;
 use crate::review;
-use crate::session::Host;
 
 /// The Markdown for stdout: the report when the run is `ok`; when it needs
 /// review, why, then its partial brief (what it found, cited, with its

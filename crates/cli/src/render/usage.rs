@@ -9,7 +9,7 @@ use stepwise_core::{RunState, Usage};
 use super::table::Table;
 use super::{duration, plural_u64};
 use crate::config::Price;
-use crate::session::price;
+use crate::host::price;
 
 /// `3 llm calls · 1200 tokens (1000 in, 200 out) · 2 tool calls · 1.2 s`.
 pub(crate) fn usage_line(usage: &Usage) -> String {

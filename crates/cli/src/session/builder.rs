@@ -16,9 +16,9 @@ use crate::config::{Config, ModelChoice};
 use crate::error::UsageError;
 
 use super::approvers::{Ask, ReviewBy};
-use super::host::Host;
 use super::roles::{GivenPlan, load_prompts, role_choices, roles, strategy};
 use super::slowed::slowed;
+use crate::host::Host;
 
 /// Wires an engine: the roles over a loaded corpus (offline, or on a
 /// model), the notes tools (and `write_file` with a workspace), the
@@ -163,7 +163,7 @@ impl<'a> EngineBuilder<'a> {
             tools = crate::guard::guarded(tools, log);
         }
         let tools = match self.replay_of {
-            Some(original) => crate::cmd::replay::without_side_effects(slowed(tools), original),
+            Some(original) => super::recorded::without_side_effects(slowed(tools), original),
             None => slowed(tools),
         };
         let prompts = host.and_then(|h| h.prompts.as_deref());

@@ -7,15 +7,13 @@
 mod approvers;
 mod builder;
 mod corpus;
-mod host;
-mod pricing;
+mod recorded;
 mod roles;
 mod slowed;
 
+pub(crate) use crate::host::{Host, available_tools, from_mcp, needs};
 pub(crate) use builder::EngineBuilder;
 pub(crate) use corpus::{load_corpus, load_notes, note_skipped};
-pub(crate) use host::{Host, available_tools, from_mcp, needs};
-pub(crate) use pricing::price;
 pub(crate) use roles::strategy;
 
 use std::sync::Arc;

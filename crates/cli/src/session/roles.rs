@@ -16,7 +16,7 @@ use stepwise_tools::notes::Corpus;
 use crate::config::{Config, ModelChoice};
 use crate::error::UsageError;
 
-use super::host::Host;
+use crate::host::Host;
 
 /// The built-in strategy called `name`; an unknown name is a usage error
 /// listing the valid ones.

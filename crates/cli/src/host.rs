@@ -58,7 +58,7 @@ pub(crate) struct Host {
     pub(crate) strategy: String,
 }
 
-pub(super) fn offline() -> String {
+pub(crate) fn offline() -> String {
     "offline".to_owned()
 }
 
@@ -86,7 +86,7 @@ pub(crate) fn from_mcp(tool: &str, host: &Host) -> bool {
 
 /// The built-in tools a run with these settings can call, by name.
 pub(crate) fn available_tools(host: &Host) -> Vec<String> {
-    crate::cmd::tools::builtin_specs()
+    builtin_specs()
         .into_iter()
         .map(|s| s.name)
         .filter(|name| needs(name, host).is_none())
@@ -99,4 +99,53 @@ pub(crate) fn needs(tool: &str, host: &Host) -> Option<&'static str> {
     (tool == <stepwise_tools::WriteFile as stepwise_core::tool::Tool>::NAME
         && host.workspace.is_none())
     .then_some("--workspace DIR")
+}
+
+/// The built-in tools' specs, sorted by name.
+pub(crate) fn builtin_specs() -> Vec<stepwise_core::ToolSpec> {
+    let mut specs = stepwise_tools::builtin_specs();
+    specs.sort_by(|a, b| a.name.cmp(&b.name));
+    specs
+}
+
+/// What changed outside the log since a run stopped for review (its notes),
+/// and the settings to record if it goes on.
+pub(crate) fn host_changes(
+    state: &RunState,
+    host: &Host,
+    loaded: &stepwise_tools::notes::LoadedCorpus,
+) -> (Vec<String>, Value) {
+    let now = loaded.fingerprint();
+    let mut changed = Vec::new();
+    // A run recorded without a fingerprint cannot tell: only a known
+    // difference counts as a change.
+    if host
+        .notes_fingerprint
+        .as_ref()
+        .is_some_and(|was| *was != now)
+    {
+        changed.push(format!(
+            "the notes in {} changed ({} notes now)",
+            host.notes.display(),
+            loaded.corpus.len()
+        ));
+    }
+    let mut value = state.host.clone();
+    if let Value::Object(map) = &mut value {
+        map.insert("notes_fingerprint".to_owned(), Value::String(now));
+    }
+    (changed, value)
+}
+
+/// The run's model and its price, if `stepwise.toml` has one for it — and
+/// only if every role ran on that model: one price for calls to several
+/// models would be a wrong cost, so none is shown.
+pub(crate) fn price(state: &RunState) -> Option<(String, crate::config::Price)> {
+    let host = Host::of(state).ok()?;
+    if host.role_models.values().any(|m| *m != host.model) {
+        return None;
+    }
+    let cwd = std::env::current_dir().ok()?;
+    let price = crate::config::Config::load(&cwd).ok()?.price(&host.model)?;
+    Some((host.model, price))
 }
