@@ -568,6 +568,36 @@ pub trait EventSink: Send + Sync {
     }
 }
 
+/// A sink that writes events in batches only: it implements just
+/// [`BatchSink::record_batch`], and [`EventSink::record`] writes a batch of
+/// one, so each such sink need not spell out that delegation.
+pub trait BatchSink: Send + Sync {
+    /// Records consecutive events together (see [`EventSink::record_all`]).
+    fn record_batch<'a>(
+        &'a self,
+        run: &'a RunId,
+        events: &'a [Event],
+    ) -> BoxFuture<'a, Result<(), SinkError>>;
+}
+
+impl<S: BatchSink> EventSink for S {
+    fn record<'a>(
+        &'a self,
+        run: &'a RunId,
+        event: &'a Event,
+    ) -> BoxFuture<'a, Result<(), SinkError>> {
+        self.record_batch(run, std::slice::from_ref(event))
+    }
+
+    fn record_all<'a>(
+        &'a self,
+        run: &'a RunId,
+        events: &'a [Event],
+    ) -> BoxFuture<'a, Result<(), SinkError>> {
+        self.record_batch(run, events)
+    }
+}
+
 impl<S: EventSink + ?Sized> EventSink for Arc<S> {
     fn record<'a>(
         &'a self,

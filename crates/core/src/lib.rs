@@ -61,7 +61,7 @@ pub mod usage;
 
 pub use decision::{Driver, StepResult};
 pub use engine::{AssessMode, Engine, EngineError, RunConfig};
-pub use event::{Event, EventKind, EventSink, StopCondition};
+pub use event::{BatchSink, Event, EventKind, EventSink, StopCondition};
 pub use failure::{FailureClass, FailureKind, StepFailure};
 pub use goal::{Constraints, Goal, InputError};
 pub use ids::{RunId, StepId};

@@ -17,7 +17,7 @@ use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::event::{Event, EventSink, SinkError};
+use crate::event::{BatchSink, Event, SinkError};
 use crate::ids::{RunId, StepId};
 use crate::state::{RunState, RunStatus, StateError};
 use crate::step_status::StepStatus;
@@ -277,24 +277,8 @@ impl StoreSink {
     }
 }
 
-impl EventSink for StoreSink {
-    fn record<'a>(
-        &'a self,
-        run: &'a RunId,
-        event: &'a Event,
-    ) -> BoxFuture<'a, Result<(), SinkError>> {
-        Box::pin(async move {
-            self.store
-                .append(run, std::slice::from_ref(event), self.fence)
-                .await
-                .map_err(|e| SinkError {
-                    seq: event.seq,
-                    message: e.to_string(),
-                })
-        })
-    }
-
-    fn record_all<'a>(
+impl BatchSink for StoreSink {
+    fn record_batch<'a>(
         &'a self,
         run: &'a RunId,
         events: &'a [Event],

@@ -15,8 +15,8 @@ use stepwise_core::testing::{
     ScriptedSynthesizer, draft,
 };
 use stepwise_core::{
-    Assessment, Constraints, Engine, Event, EventKind, EventSink, RunConfig, RunId, Step,
-    ToolRegistry,
+    Assessment, BatchSink, Constraints, Engine, Event, EventKind, EventSink, RunConfig, RunId,
+    Step, ToolRegistry,
 };
 
 /// Keeps every batch it is handed, as the store would commit it; fails a
@@ -71,16 +71,8 @@ fn step_of(kind: &EventKind) -> Option<&str> {
     }
 }
 
-impl EventSink for Batches {
-    fn record<'a>(
-        &'a self,
-        run: &'a RunId,
-        event: &'a Event,
-    ) -> BoxFuture<'a, Result<(), SinkError>> {
-        self.record_all(run, std::slice::from_ref(event))
-    }
-
-    fn record_all<'a>(
+impl BatchSink for Batches {
+    fn record_batch<'a>(
         &'a self,
         _run: &'a RunId,
         events: &'a [Event],

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use futures::future::BoxFuture;
 use stepwise_core::event::SinkError;
-use stepwise_core::{Event, EventSink, RunId};
+use stepwise_core::{BatchSink, Event, RunId};
 use tokio::sync::watch;
 
 use crate::metrics::Metrics;
@@ -53,16 +53,8 @@ pub(crate) struct HubSink {
     pub(crate) metrics: Arc<Metrics>,
 }
 
-impl EventSink for HubSink {
-    fn record<'a>(
-        &'a self,
-        run: &'a RunId,
-        event: &'a Event,
-    ) -> BoxFuture<'a, Result<(), SinkError>> {
-        self.record_all(run, std::slice::from_ref(event))
-    }
-
-    fn record_all<'a>(
+impl BatchSink for HubSink {
+    fn record_batch<'a>(
         &'a self,
         run: &'a RunId,
         events: &'a [Event],

@@ -116,6 +116,7 @@ mod log;
 mod open;
 #[cfg(feature = "postgres")]
 pub mod postgres;
+mod rebuild;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -17,6 +17,7 @@ use crate::codec::{
 };
 use crate::error::Fail;
 use crate::lease::{check_fence, held_now};
+use crate::rebuild::{Snapshot, rebuild};
 use crate::{Cached, SqliteStore, Tail};
 
 impl SqliteStore {
@@ -229,43 +230,12 @@ fn load_state(conn: &Connection, run: &RunId) -> Result<(RunState, Tail), Fail> 
             Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
         })
         .optional()?;
-    let (mut state, snapshot_seq, snapshot_bytes) = match snapshot {
-        Some((seq, text)) => (
-            from_json::<RunState>(&text, "snapshot")?,
-            u64_from_sql(seq, "snapshot seq")?,
-            text.len(),
-        ),
-        None => (RunState::default(), 0, 0),
-    };
-    let (mut events, bytes) = read_log(conn, run, snapshot_seq)?;
-    let logged = events.len();
-    if u64::try_from(logged).ok() != Some(last_seq) {
-        return Err(Fail::Data(format!(
-            "run {run}: the log has {logged} events but the run row says {last_seq}"
-        )));
-    }
-    let folded = usize::try_from(snapshot_seq)
-        .ok()
-        .filter(|n| *n <= logged)
-        .ok_or_else(|| {
-            Fail::Data(format!(
-                "run {run}: the snapshot is at event {snapshot_seq} but the log has {logged} events"
-            ))
-        })?;
-    let after = events.split_off(folded);
-    state.execution_history = events;
-    for event in &after {
-        state.apply(event).map_err(|source| StoreError::Invalid {
-            run: run.clone(),
-            source,
-        })?;
-    }
-    let tail = Tail {
-        snapshot_seq,
-        snapshot_bytes,
-        bytes,
-    };
-    Ok((state, tail))
+    let snapshot = snapshot
+        .map(|(seq, text)| Snapshot::read(&text, || u64_from_sql(seq, "snapshot seq")))
+        .transpose()?;
+    let snapshot_seq = snapshot.as_ref().map_or(0, |s| s.seq);
+    let (events, bytes) = read_log(conn, run, snapshot_seq)?;
+    rebuild(run, last_seq, snapshot, events, bytes)
 }
 
 /// Writes the run's row: the summary columns `list_runs` reads. Returns the

@@ -33,7 +33,7 @@ use std::time::Duration;
 use anyhow::{Context, anyhow};
 use futures::future::BoxFuture;
 use serde_json::Value;
-use stepwise_core::event::{EventSink, SinkError};
+use stepwise_core::event::{BatchSink, SinkError};
 use stepwise_core::{Event, EventKind, Lease, RunId, RunLease, RunStatus, Store, StoreError};
 use stepwise_server::{DeliveredApproval, Resume};
 use stepwise_store::PgStore;
@@ -66,16 +66,8 @@ struct Fenced {
     lost: Arc<AtomicBool>,
 }
 
-impl EventSink for Fenced {
-    fn record<'a>(
-        &'a self,
-        run: &'a RunId,
-        event: &'a Event,
-    ) -> BoxFuture<'a, Result<(), SinkError>> {
-        self.record_all(run, std::slice::from_ref(event))
-    }
-
-    fn record_all<'a>(
+impl BatchSink for Fenced {
+    fn record_batch<'a>(
         &'a self,
         run: &'a RunId,
         events: &'a [Event],

@@ -6,6 +6,7 @@
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
+use stepwise_core::ModelError;
 
 /// A non-empty string, or `None` for null, `""` or any other JSON value.
 pub(crate) fn text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
@@ -60,6 +61,14 @@ pub(crate) fn parse_arguments(raw: &str) -> Value {
         return Value::Object(serde_json::Map::new());
     }
     serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_owned()))
+}
+
+/// A whole (non-streamed) answer read as JSON; a body that is not JSON is
+/// `Malformed`, quoting its start.
+pub(crate) fn whole_json<T: DeserializeOwned>(body: &str) -> Result<T, ModelError> {
+    serde_json::from_str(body).map_err(|e| {
+        ModelError::Malformed(format!("the answer is not JSON ({e}): {}", preview(body)))
+    })
 }
 
 /// The start of a body, for error messages.

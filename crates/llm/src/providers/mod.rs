@@ -16,6 +16,7 @@ mod http;
 mod lenient;
 mod openai;
 mod sse;
+mod streaming;
 
 use std::fmt;
 use std::str::FromStr;

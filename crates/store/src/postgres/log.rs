@@ -12,6 +12,7 @@ use super::error::{Fail, UNIQUE_VIOLATION};
 use super::{Cached, Inner, PgStore};
 use crate::Tail;
 use crate::codec::{from_json, status_from_sql, to_json};
+use crate::rebuild::{Snapshot, rebuild};
 
 pub(super) fn to_i64(n: u64, what: &str) -> Result<i64, Fail> {
     i64::try_from(n).map_err(|_| Fail::Data(format!("{what} {n} is too large to store")))
@@ -256,48 +257,15 @@ async fn load_state(
             &[&run.as_str()],
         )
         .await?;
-    let (mut state, snapshot_seq, snapshot_bytes) = match snapshot {
-        Some(row) => {
+    let snapshot = snapshot
+        .map(|row| {
             let text: &str = row.get(1);
-            (
-                from_json::<RunState>(text, "snapshot")?,
-                to_u64(row.get(0), "snapshot seq")?,
-                text.len(),
-            )
-        }
-        None => (RunState::default(), 0, 0),
-    };
-    let (mut events, bytes) = read_log(client, run, snapshot_seq).await?;
-    let logged = events.len();
-    if u64::try_from(logged).ok() != Some(last) {
-        return Err(Fail::Data(format!(
-            "run {run}: the log has {logged} events but the run row says {last}"
-        )));
-    }
-    let folded = usize::try_from(snapshot_seq)
-        .ok()
-        .filter(|n| *n <= logged)
-        .ok_or_else(|| {
-            Fail::Data(format!(
-                "run {run}: the snapshot is at event {snapshot_seq} but the log has {logged} events"
-            ))
-        })?;
-    let after = events.split_off(folded);
-    state.execution_history = events;
-    for event in &after {
-        state.apply(event).map_err(|source| StoreError::Invalid {
-            run: run.clone(),
-            source,
-        })?;
-    }
-    Ok((
-        state,
-        Tail {
-            snapshot_seq,
-            snapshot_bytes,
-            bytes,
-        },
-    ))
+            Snapshot::read(text, || to_u64(row.get(0), "snapshot seq"))
+        })
+        .transpose()?;
+    let snapshot_seq = snapshot.as_ref().map_or(0, |s| s.seq);
+    let (events, bytes) = read_log(client, run, snapshot_seq).await?;
+    Ok(rebuild(run, last, snapshot, events, bytes)?)
 }
 
 /// Reads in one `REPEATABLE READ` transaction: one consistent view.

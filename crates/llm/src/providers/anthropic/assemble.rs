@@ -10,8 +10,9 @@ use stepwise_core::{ChatResponse, FinishReason, ModelError, ToolCall, Usage};
 
 use super::wire::{ContentBlock, Event, WireUsage};
 use crate::providers::errors::{self, ErrorBody, ErrorContext};
-use crate::providers::lenient::{parse_arguments, preview};
+use crate::providers::lenient::{parse_arguments, preview, whole_json};
 use crate::providers::sse::Flow;
+use crate::providers::streaming::Assemble;
 
 /// What has arrived so far.
 #[derive(Debug, Default)]
@@ -125,49 +126,6 @@ impl Assembly {
         }
     }
 
-    /// The answer; a stream that ended with neither a stop reason nor
-    /// `message_stop` was cut short.
-    pub(super) fn finish(mut self, requested_model: &str) -> Result<ChatResponse, ModelError> {
-        let reason = match self.stop_reason.take() {
-            Some(reason) => reason,
-            None if self.stopped => "end_turn".to_owned(),
-            None => return Err(ModelError::Truncated),
-        };
-        Ok(self.response(reason, requested_model))
-    }
-
-    /// A whole (non-streamed) message, or an error body sent with a 200.
-    pub(super) fn whole(
-        body: &str,
-        ctx: &ErrorContext<'_>,
-        requested_model: &str,
-    ) -> Result<ChatResponse, ModelError> {
-        let event: Event = serde_json::from_str(body).map_err(|e| {
-            ModelError::Malformed(format!("the answer is not JSON ({e}): {}", preview(body)))
-        })?;
-        match event.kind.as_deref() {
-            Some("error") => return Err(stream_error(event.error.as_ref(), ctx)),
-            Some("message") => {}
-            _ => {
-                return Err(ModelError::Malformed(format!(
-                    "the answer is not an Anthropic message: {}",
-                    preview(body)
-                )));
-            }
-        }
-        let mut assembly = Self {
-            model: event.model,
-            ..Self::default()
-        };
-        assembly.usage(event.usage);
-        for (index, block) in (0u64..).zip(event.content) {
-            assembly.blocks.insert(index, start(block));
-        }
-        // A whole message is complete by definition.
-        let reason = event.stop_reason.unwrap_or_else(|| "end_turn".to_owned());
-        Ok(assembly.response(reason, requested_model))
-    }
-
     fn response(self, reason: String, requested_model: &str) -> ChatResponse {
         let mut text = String::new();
         let mut tool_calls = Vec::new();
@@ -208,6 +166,49 @@ impl Assembly {
             ),
             model: self.model.unwrap_or_else(|| requested_model.to_owned()),
         }
+    }
+}
+
+impl Assemble for Assembly {
+    /// A whole (non-streamed) message, or an error body sent with a 200.
+    fn whole(
+        body: &str,
+        ctx: &ErrorContext<'_>,
+        requested_model: &str,
+    ) -> Result<ChatResponse, ModelError> {
+        let event: Event = whole_json(body)?;
+        match event.kind.as_deref() {
+            Some("error") => return Err(stream_error(event.error.as_ref(), ctx)),
+            Some("message") => {}
+            _ => {
+                return Err(ModelError::Malformed(format!(
+                    "the answer is not an Anthropic message: {}",
+                    preview(body)
+                )));
+            }
+        }
+        let mut assembly = Self {
+            model: event.model,
+            ..Self::default()
+        };
+        assembly.usage(event.usage);
+        for (index, block) in (0u64..).zip(event.content) {
+            assembly.blocks.insert(index, start(block));
+        }
+        // A whole message is complete by definition.
+        let reason = event.stop_reason.unwrap_or_else(|| "end_turn".to_owned());
+        Ok(assembly.response(reason, requested_model))
+    }
+
+    /// The answer; a stream that ended with neither a stop reason nor
+    /// `message_stop` was cut short.
+    fn finish(mut self, requested_model: &str) -> Result<ChatResponse, ModelError> {
+        let reason = match self.stop_reason.take() {
+            Some(reason) => reason,
+            None if self.stopped => "end_turn".to_owned(),
+            None => return Err(ModelError::Truncated),
+        };
+        Ok(self.response(reason, requested_model))
     }
 }
 

@@ -3,17 +3,15 @@
 mod assemble;
 mod wire;
 
-use std::fmt;
-
-use async_trait::async_trait;
 use reqwest::Url;
-use stepwise_core::{ChatModel, ChatRequest, ChatResponse, ModelError};
+use stepwise_core::{ChatRequest, ChatResponse, ModelError};
 
 use self::assemble::Assembly;
 use self::wire::Event;
 use super::errors::ErrorContext;
 use super::http::{self, ApiKey, Timeouts};
-use super::sse::{self, Body};
+use super::sse;
+use super::streaming::{self, streaming_client};
 
 /// The API version this client speaks (sent as `anthropic-version`).
 const API_VERSION: &str = "2023-06-01";
@@ -92,54 +90,11 @@ impl AnthropicClient {
             assembly.push(event, &ctx)
         })
         .await?;
-        match body {
-            Body::Streamed => assembly.finish(&self.model),
-            Body::Whole(text) => {
-                let response = Assembly::whole(&text, &ctx, &self.model)?;
-                on_text(&response.text);
-                Ok(response)
-            }
-        }
+        streaming::answer(body, assembly, &ctx, &self.model, on_text)
     }
 }
 
-#[async_trait]
-impl ChatModel for AnthropicClient {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
-        self.chat_streaming(request, &mut |_| {}).await
-    }
-
-    fn streams(&self) -> bool {
-        true
-    }
-
-    async fn chat_streaming(
-        &self,
-        request: &ChatRequest,
-        on_text: &mut (dyn for<'s> FnMut(&'s str) + Send),
-    ) -> Result<ChatResponse, ModelError> {
-        self.chat_inner(request, on_text)
-            .await
-            .map_err(|e| http::redact(e, self.key.as_ref()))
-    }
-}
-
-/// The key shows only as set or unset.
-impl fmt::Debug for AnthropicClient {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AnthropicClient")
-            .field("name", &self.name)
-            .field("model", &self.model)
-            .field("url", &http::safe_url(&self.url))
-            .field("key", &self.key)
-            .field("timeouts", &self.timeouts)
-            .finish_non_exhaustive()
-    }
-}
+streaming_client!(AnthropicClient);
 
 #[cfg(test)]
 mod tests {

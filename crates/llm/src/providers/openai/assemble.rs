@@ -8,7 +8,8 @@ use stepwise_core::{ChatResponse, FinishReason, ModelError, ToolCall, Usage};
 
 use super::wire::{Chunk, Delta, WireUsage};
 use crate::providers::errors::{self, ErrorBody, ErrorContext};
-use crate::providers::lenient::{parse_arguments, preview};
+use crate::providers::lenient::{parse_arguments, preview, whole_json};
+use crate::providers::streaming::Assemble;
 
 /// What has arrived so far (only choice 0 is kept: we never ask for more).
 #[derive(Debug, Default)]
@@ -114,44 +115,6 @@ impl Assembly {
         }
     }
 
-    /// The answer; a stream that never said why it stopped was cut short.
-    pub(super) fn finish(mut self, requested_model: &str) -> Result<ChatResponse, ModelError> {
-        let Some(reason) = self.finish.take() else {
-            return Err(ModelError::Truncated);
-        };
-        Ok(self.response(reason, requested_model))
-    }
-
-    /// A whole (non-streamed) completion: complete by definition, so a
-    /// missing finish reason reads as `stop`; no choice at all is not an answer.
-    pub(super) fn whole(
-        body: &str,
-        ctx: &ErrorContext<'_>,
-        requested_model: &str,
-    ) -> Result<ChatResponse, ModelError> {
-        let value: Value = serde_json::from_str(body).map_err(|e| {
-            ModelError::Malformed(format!("the answer is not JSON ({e}): {}", preview(body)))
-        })?;
-        if !value.get("choices").is_some_and(Value::is_array) && value.get("error").is_none() {
-            return Err(ModelError::Malformed(format!(
-                "the answer has no `choices`: {}",
-                preview(body)
-            )));
-        }
-        let chunk: Chunk = serde_json::from_value(value).map_err(|e| {
-            ModelError::Malformed(format!("unexpected completion ({e}): {}", preview(body)))
-        })?;
-        if chunk.choices.is_empty() && chunk.error.is_none() {
-            return Err(ModelError::Malformed(
-                "the answer has an empty `choices` list".into(),
-            ));
-        }
-        let mut assembly = Self::default();
-        assembly.push(chunk, ctx)?;
-        let reason = assembly.finish.take().unwrap_or_else(|| "stop".to_owned());
-        Ok(assembly.response(reason, requested_model))
-    }
-
     fn response(self, reason: String, requested_model: &str) -> ChatResponse {
         let tool_calls: Vec<ToolCall> = self
             .calls
@@ -184,6 +147,44 @@ impl Assembly {
             ),
             model: self.model.unwrap_or_else(|| requested_model.to_owned()),
         }
+    }
+}
+
+impl Assemble for Assembly {
+    /// The answer; a stream that never said why it stopped was cut short.
+    fn finish(mut self, requested_model: &str) -> Result<ChatResponse, ModelError> {
+        let Some(reason) = self.finish.take() else {
+            return Err(ModelError::Truncated);
+        };
+        Ok(self.response(reason, requested_model))
+    }
+
+    /// A whole (non-streamed) completion: complete by definition, so a
+    /// missing finish reason reads as `stop`; no choice at all is not an answer.
+    fn whole(
+        body: &str,
+        ctx: &ErrorContext<'_>,
+        requested_model: &str,
+    ) -> Result<ChatResponse, ModelError> {
+        let value: Value = whole_json(body)?;
+        if !value.get("choices").is_some_and(Value::is_array) && value.get("error").is_none() {
+            return Err(ModelError::Malformed(format!(
+                "the answer has no `choices`: {}",
+                preview(body)
+            )));
+        }
+        let chunk: Chunk = serde_json::from_value(value).map_err(|e| {
+            ModelError::Malformed(format!("unexpected completion ({e}): {}", preview(body)))
+        })?;
+        if chunk.choices.is_empty() && chunk.error.is_none() {
+            return Err(ModelError::Malformed(
+                "the answer has an empty `choices` list".into(),
+            ));
+        }
+        let mut assembly = Self::default();
+        assembly.push(chunk, ctx)?;
+        let reason = assembly.finish.take().unwrap_or_else(|| "stop".to_owned());
+        Ok(assembly.response(reason, requested_model))
     }
 }
 
