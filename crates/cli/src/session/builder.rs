@@ -72,8 +72,7 @@ impl<'a> EngineBuilder<'a> {
     }
 
     /// Runs keep no history in memory: for a host whose store holds the log
-    /// and that reads only the status back (a worker, the server).
-    #[cfg(feature = "serve")]
+    /// (a session, a worker, the server), which reads it back if it needs it.
     #[must_use]
     pub(crate) fn forget_history(mut self) -> Self {
         self.keep_history = false;

@@ -112,7 +112,13 @@ impl Session {
         let (tx, events) = tokio::sync::mpsc::unbounded_channel();
         let fenced: Arc<dyn stepwise_core::IdempotencyLog> =
             Arc::clone(&store).fenced_log(run, lease.fence);
-        let engine = match engine.tools(mcp.tools()).guard(Arc::clone(&fenced)).build() {
+        // The store holds the log: the run keeps only its fold in memory, and
+        // `drive` reads the history back once the run stops.
+        let engine = engine
+            .tools(mcp.tools())
+            .guard(Arc::clone(&fenced))
+            .forget_history();
+        let engine = match engine.build() {
             Ok(engine) => engine,
             Err(e) => {
                 mcp.shutdown().await;
@@ -201,7 +207,11 @@ impl Session {
         let _ = display.await;
         let _ = store.release(&lease).await;
         match result {
-            Some(result) => result.map_err(|e| anyhow!(e)),
+            Some(result) => {
+                let state = result.map_err(|e| anyhow!(e))?;
+                // With its history, as the output and `show` give it.
+                db::load(store.as_ref(), state.run_id.as_str()).await
+            }
             None => Err(anyhow::Error::new(crate::mcp::Interrupted(format!(
                 "interrupted; the MCP servers were stopped. `stepwise resume {run}` continues the run"
             )))),
