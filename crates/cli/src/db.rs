@@ -193,13 +193,24 @@ pub(crate) fn person() -> String {
         .unwrap_or_else(|| "user".to_owned())
 }
 
-/// Runs a future to completion on a one-thread runtime (the store's methods
-/// are async; the inspection commands need nothing more).
+/// The process's one-thread runtime, built at its first use and kept: the
+/// store's methods are async, and the commands that are not servers (`run`,
+/// `show`, `approve`, …) need nothing more. `serve` and `worker` build
+/// their own many-thread runtime.
+static RUNTIME: std::sync::OnceLock<tokio::runtime::Runtime> = std::sync::OnceLock::new();
+
+/// Runs a future to completion on the process's runtime.
 pub(crate) fn block_on<F: std::future::Future>(future: F) -> anyhow::Result<F::Output> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| anyhow!("cannot start the async runtime: {e}"))?;
+    let runtime = match RUNTIME.get() {
+        Some(runtime) => runtime,
+        None => {
+            let built = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| anyhow!("cannot start the async runtime: {e}"))?;
+            RUNTIME.get_or_init(|| built)
+        }
+    };
     Ok(runtime.block_on(future))
 }
 
