@@ -5,9 +5,10 @@
 //! - [`detail`]: the detail column of `show --events`, which sits beside the
 //!   event's kind and time, so it leaves the verb out (`a in 12 ms`).
 //!
-//! Both are written here, next to each other and from the same pieces
-//! (durations, verdicts, step lists, model calls), so a new event kind is
-//! described once in this file and the two views cannot drift.
+//! Both come from one match over the event kinds ([`describe`]), each arm
+//! giving the line and the detail from the same pieces (durations,
+//! verdicts, step lists, model calls), so a new event kind is described
+//! once and the two views cannot drift.
 
 use std::collections::HashSet;
 
@@ -26,29 +27,109 @@ const MAX_DETAIL: usize = 140;
 /// The progress lines for one event (usually one; an assessment adds a line
 /// per new gap). `plan` is the plan as folded so far, for step descriptions.
 pub(crate) fn line(kind: &EventKind, plan: &Plan) -> Vec<String> {
+    let described = describe(kind, plan);
+    std::iter::once(clip(&described.line, MAX_LINE))
+        .chain(
+            described
+                .more
+                .iter()
+                .map(|l| format!("  {}", clip(l, MAX_LINE - 2))),
+        )
+        .collect()
+}
+
+/// The detail of an event beside its kind in `show --events`: step,
+/// verdict, reason, counts — whatever the kind's name does not already say.
+pub(crate) fn detail(kind: &EventKind) -> String {
+    clip(&describe(kind, &Plan::default()).detail, MAX_DETAIL)
+}
+
+/// One event in words, both ways (see the module's doc).
+struct Described {
+    /// The progress line, with its verb.
+    line: String,
+    /// Lines under it (an assessment's new gaps).
+    more: Vec<String>,
+    /// The detail beside the kind's name.
+    detail: String,
+}
+
+impl Described {
+    fn new(line: String, detail: String) -> Self {
+        Self {
+            line,
+            more: Vec::new(),
+            detail,
+        }
+    }
+}
+
+/// Each event kind, described once: its progress line and its detail.
+fn describe(kind: &EventKind, plan: &Plan) -> Described {
     use EventKind as K;
-    let text = match kind {
-        K::RunStarted { run_id, .. } => format!("run {run_id} started"),
-        K::InputRejected { reason } => format!("input rejected: {reason}"),
-        K::InputPrepared { goal } => format!("goal: {}", goal.goal),
-        K::PlanCreated { .. } => "plan drafted".to_owned(),
+    let both = Described::new;
+    match kind {
+        K::RunStarted {
+            run_id,
+            input,
+            max_replans,
+            max_steps,
+            ..
+        } => both(
+            format!("run {run_id} started"),
+            format!(
+                "{:?} (max_replans {max_replans}, max_steps {max_steps})",
+                clip(input, 60)
+            ),
+        ),
+        K::InputRejected { reason } => both(format!("input rejected: {reason}"), reason.clone()),
+        K::InputPrepared { goal } => both(format!("goal: {}", goal.goal), goal.goal.clone()),
+        K::PlanCreated { draft, usage } => {
+            both("plan drafted".to_owned(), draft_detail(draft, usage))
+        }
         K::PlanValidated { plan } => {
             let steps: Vec<String> = plan.steps.iter().map(step_with_deps).collect();
             let (v, n) = (plan.version, plural(plan.steps.len(), "step"));
-            format!("plan v{v} validated: {n} — {}", steps.join(", "))
+            both(
+                format!("plan v{v} validated: {n} — {}", steps.join(", ")),
+                format!("version {v}, {n}"),
+            )
         }
         K::PlanInvalid { diagnostics } => {
             let mut codes: Vec<&str> = diagnostics.iter().map(|d| d.code.as_str()).collect();
             let mut seen = HashSet::new();
             codes.retain(|c| seen.insert(*c));
             let n = plural(diagnostics.len(), "problem");
-            format!("plan invalid: {n} ({})", codes.join(", "))
+            let first = diagnostics
+                .first()
+                .map(|d| format!(": {d}"))
+                .unwrap_or_default();
+            both(
+                format!("plan invalid: {n} ({})", codes.join(", ")),
+                format!("{n}{first}"),
+            )
         }
-        K::PlanRepaired { attempt, .. } => format!("plan repaired (attempt {attempt})"),
-        K::PlanApproved { version, by, .. } => format!("plan v{version} approved by {by}"),
+        K::PlanRepaired {
+            attempt,
+            draft,
+            usage,
+        } => both(
+            format!("plan repaired (attempt {attempt})"),
+            match draft_detail(draft, usage) {
+                rest if rest.is_empty() => format!("attempt {attempt}"),
+                rest => format!("attempt {attempt}, {rest}"),
+            },
+        ),
+        K::PlanApproved { version, by, .. } => both(
+            format!("plan v{version} approved by {by}"),
+            format!("version {version} by {by}"),
+        ),
         K::PlanRejected {
             version: v, reason, ..
-        } => format!("plan v{v} rejected: {reason}"),
+        } => both(
+            format!("plan v{v} rejected: {reason}"),
+            format!("version {v}: {reason}"),
+        ),
         K::StepStarted { step, attempt } => {
             let mut text = format!("[{step}] running");
             if *attempt > 1 {
@@ -57,20 +138,35 @@ pub(crate) fn line(kind: &EventKind, plan: &Plan) -> Vec<String> {
             if let Some(s) = plan.step(step) {
                 text.push_str(&format!(" — {}", s.description));
             }
-            text
+            both(text, format!("{step} attempt {attempt}"))
         }
         K::StepSucceeded { step, result, .. } => {
-            format!("[{step}] succeeded in {}", duration(result.duration_ms))
+            let took = duration(result.duration_ms);
+            both(
+                format!("[{step}] succeeded in {took}"),
+                format!("{step} in {took}"),
+            )
         }
-        K::StepFailed { step, failure, .. } => {
-            format!("[{step}] failed ({}): {}", failure.class, failure.message)
-        }
+        K::StepFailed {
+            step,
+            attempt,
+            failure,
+        } => both(
+            format!("[{step}] failed ({}): {}", failure.class, failure.message),
+            format!("{step} attempt {attempt}: {failure}"),
+        ),
         K::StepRetrying {
             step,
             next_attempt: n,
             delay_ms: ms,
-        } => format!("[{step}] retrying in {} (attempt {n})", duration(*ms)),
-        K::StepTerminated { step, reason } => format!("[{step}] terminated: {reason}"),
+        } => both(
+            format!("[{step}] retrying in {} (attempt {n})", duration(*ms)),
+            format!("{step} attempt {n} after {}", duration(*ms)),
+        ),
+        K::StepTerminated { step, reason } => both(
+            format!("[{step}] terminated: {reason}"),
+            format!("{step}: {reason}"),
+        ),
         K::Assessed {
             step,
             acceptance_met: met,
@@ -81,199 +177,94 @@ pub(crate) fn line(kind: &EventKind, plan: &Plan) -> Vec<String> {
         } => {
             let unmet = if *met { "" } else { " (criteria unmet)" };
             let verdict = verdict_name(*verdict);
-            let head = clip(
-                &format!("[{step}] assessed: {verdict}{unmet} — {reason}"),
-                MAX_LINE,
-            );
-            let gaps = new_gaps
-                .iter()
-                .map(|g| format!("  {}", clip(&format!("gap: {g}"), MAX_LINE - 2)));
-            return std::iter::once(head).chain(gaps).collect();
+            Described {
+                line: format!("[{step}] assessed: {verdict}{unmet} — {reason}"),
+                more: new_gaps.iter().map(|g| format!("gap: {g}")).collect(),
+                detail: format!("{step} {verdict}: {reason}"),
+            }
         }
         K::StopConditionMet {
             condition, detail, ..
-        } => format!("stop: {condition} — {detail}"),
+        } => both(
+            format!("stop: {condition} — {detail}"),
+            format!("{condition}: {detail}"),
+        ),
         K::Replanned {
             replan_count: n,
             reason,
             ..
-        } => format!("replan {n}: {reason}"),
-        K::Synthesized {
-            evidence,
-            rejected_evidence: rejected,
-            ..
-        } => match (evidence.len(), rejected.len()) {
-            (n, 0) => format!("report written ({n} evidence)"),
-            (n, r) => format!("report written ({n} evidence, {r} rejected)"),
-        },
-        K::NeedsReview {
-            reason,
-            brief: Some(brief),
-            ..
-        } => format!(
-            "needs review: {reason} (partial brief, {} evidence)",
-            brief.evidence.len()
-        ),
-        K::NeedsReview { reason, .. } => format!("needs review: {reason}"),
-        K::RunFailed { error, .. } => format!("run failed: {error}"),
-        K::PlanReviewRequested { version } => format!("plan v{version} waits for review"),
-        K::ApprovalRequested {
-            step,
-            tool,
-            args,
-            destructive,
-            ..
         } => {
-            let warning = if *destructive { " (destructive)" } else { "" };
-            format!("[{step}] needs approval: {tool}{warning} {args}")
+            let text = format!("replan {n}: {reason}");
+            both(text.clone(), text)
         }
-        K::ApprovalGranted { step, by, .. } => format!("[{step}] approved by {by}"),
-        K::ApprovalDenied { step, by, reason } => format!("[{step}] refused by {by}: {reason}"),
-        K::AwaitingApproval { .. } => "paused: waiting for approval".to_owned(),
-        K::StepInterrupted { step, attempt } => {
-            format!("[{step}] attempt {attempt} was interrupted (the process stopped)")
-        }
-        K::RunResumed { by, .. } => format!("resumed by {by}"),
-        K::RunCancelled { reason } => format!("cancelled: {reason}"),
-        K::ModelCalled { role, exchange } => model_line(role, exchange),
-        K::StrategyChosen {
-            strategy, reason, ..
-        } => format!("strategy {strategy}: {reason}"),
-        K::StrategyEscalated { reason, .. } => format!("escalated to plan-execute: {reason}"),
-        K::StepAdded { step, .. } => format!("[{}] added: {}", step.id, tool_call(step)),
-        K::StepSkipped { step, reason } => format!("[{step}] skipped: {reason}"),
-        K::StepSummarized { step, summary, .. } => format!("[{step}] summary: {summary}"),
-        K::GapsNoted { gaps } => format!("gaps: {}", gaps.join("; ")),
-        K::Verified {
-            iteration,
-            verification: v,
-            ..
-        } => format!(
-            "verified (iteration {iteration}): completeness {:.2}, confidence {:.2}, {} missing",
-            v.completeness,
-            v.confidence,
-            v.missing.len()
-        ),
-    };
-    vec![clip(&text, MAX_LINE)]
-}
-
-/// The detail of an event beside its kind in `show --events`: step,
-/// verdict, reason, counts — whatever the kind's name does not already say.
-pub(crate) fn detail(kind: &EventKind) -> String {
-    use EventKind as K;
-    let text = match kind {
-        K::RunStarted {
-            input,
-            max_replans,
-            max_steps,
-            ..
-        } => format!(
-            "{:?} (max_replans {max_replans}, max_steps {max_steps})",
-            clip(input, 60)
-        ),
-        K::InputRejected { reason } => reason.clone(),
-        K::InputPrepared { goal } => goal.goal.clone(),
-        K::PlanCreated { draft, usage } => draft_detail(draft, usage),
-        K::PlanValidated { plan } => format!(
-            "version {}, {}",
-            plan.version,
-            plural(plan.steps.len(), "step")
-        ),
-        K::PlanInvalid { diagnostics } => {
-            let first = diagnostics
-                .first()
-                .map(|d| format!(": {d}"))
-                .unwrap_or_default();
-            format!("{}{first}", plural(diagnostics.len(), "problem"))
-        }
-        K::PlanRepaired {
-            attempt,
-            draft,
-            usage,
-        } => match draft_detail(draft, usage) {
-            rest if rest.is_empty() => format!("attempt {attempt}"),
-            rest => format!("attempt {attempt}, {rest}"),
-        },
-        K::PlanApproved { version, by, .. } => format!("version {version} by {by}"),
-        K::PlanRejected {
-            version, reason, ..
-        } => format!("version {version}: {reason}"),
-        K::StepStarted { step, attempt } => format!("{step} attempt {attempt}"),
-        K::StepSucceeded { step, result, .. } => {
-            format!("{step} in {}", duration(result.duration_ms))
-        }
-        K::StepFailed {
-            step,
-            attempt,
-            failure,
-        } => format!("{step} attempt {attempt}: {failure}"),
-        K::StepRetrying {
-            step,
-            next_attempt,
-            delay_ms,
-        } => format!(
-            "{step} attempt {next_attempt} after {}",
-            duration(*delay_ms)
-        ),
-        K::StepTerminated { step, reason } => format!("{step}: {reason}"),
-        K::Assessed {
-            step,
-            verdict,
-            reason,
-            ..
-        } => format!("{step} {}: {reason}", verdict_name(*verdict)),
-        K::StopConditionMet {
-            condition, detail, ..
-        } => format!("{condition}: {detail}"),
-        K::Replanned {
-            replan_count,
-            reason,
-            ..
-        } => format!("replan {replan_count}: {reason}"),
         K::Synthesized {
             report,
             evidence,
-            rejected_evidence,
+            rejected_evidence: rejected,
             ..
         } => {
-            let mut text = format!(
+            let mut detail = format!(
                 "report of {} chars, {} cited",
                 report.chars().count(),
                 plural(evidence.len(), "source")
             );
-            if !rejected_evidence.is_empty() {
-                text.push_str(&format!(", {} refused", rejected_evidence.len()));
+            if !rejected.is_empty() {
+                detail.push_str(&format!(", {} refused", rejected.len()));
             }
-            text
+            let line = match (evidence.len(), rejected.len()) {
+                (n, 0) => format!("report written ({n} evidence)"),
+                (n, r) => format!("report written ({n} evidence, {r} rejected)"),
+            };
+            both(line, detail)
         }
         K::NeedsReview { reason, brief, .. } => match brief {
-            Some(brief) => format!(
-                "{reason} (partial brief of {} chars, {} cited)",
-                brief.report.chars().count(),
-                plural(brief.evidence.len(), "source")
+            Some(brief) => both(
+                format!(
+                    "needs review: {reason} (partial brief, {} evidence)",
+                    brief.evidence.len()
+                ),
+                format!(
+                    "{reason} (partial brief of {} chars, {} cited)",
+                    brief.report.chars().count(),
+                    plural(brief.evidence.len(), "source")
+                ),
             ),
-            None => reason.clone(),
+            None => both(format!("needs review: {reason}"), reason.clone()),
         },
-        K::RunFailed { error, .. } => error.clone(),
-        K::PlanReviewRequested { version } => format!("version {version}"),
+        K::RunFailed { error, .. } => both(format!("run failed: {error}"), error.clone()),
+        K::PlanReviewRequested { version } => both(
+            format!("plan v{version} waits for review"),
+            format!("version {version}"),
+        ),
         K::ApprovalRequested {
             step,
             tool,
+            args,
             args_hash,
             destructive,
-            ..
-        } => format!(
-            "{step} ({}) hash {}",
-            approval_tool(tool, *destructive),
-            short_hash(args_hash)
-        ),
+        } => {
+            let warning = if *destructive { " (destructive)" } else { "" };
+            both(
+                format!("[{step}] needs approval: {tool}{warning} {args}"),
+                format!(
+                    "{step} ({}) hash {}",
+                    approval_tool(tool, *destructive),
+                    short_hash(args_hash)
+                ),
+            )
+        }
         K::ApprovalGranted {
             step,
             args_hash,
             by,
-        } => format!("{step} by {by}, hash {}", short_hash(args_hash)),
-        K::ApprovalDenied { step, reason, by } => format!("{step} by {by}: {reason}"),
+        } => both(
+            format!("[{step}] approved by {by}"),
+            format!("{step} by {by}, hash {}", short_hash(args_hash)),
+        ),
+        K::ApprovalDenied { step, by, reason } => both(
+            format!("[{step}] refused by {by}: {reason}"),
+            format!("{step} by {by}: {reason}"),
+        ),
         K::AwaitingApproval {
             steps,
             plan_version,
@@ -282,9 +273,12 @@ pub(crate) fn detail(kind: &EventKind) -> String {
             if let Some(v) = plan_version {
                 what.insert(0, format!("plan version {v}"));
             }
-            what.join(", ")
+            both("paused: waiting for approval".to_owned(), what.join(", "))
         }
-        K::StepInterrupted { step, attempt } => format!("{step} attempt {attempt}"),
+        K::StepInterrupted { step, attempt } => both(
+            format!("[{step}] attempt {attempt} was interrupted (the process stopped)"),
+            format!("{step} attempt {attempt}"),
+        ),
         K::RunResumed {
             by,
             max_replans,
@@ -302,27 +296,9 @@ pub(crate) fn detail(kind: &EventKind) -> String {
             if !changed.is_empty() {
                 text.push_str(&format!("; changed: {}", changed.join("; ")));
             }
-            text
+            both(format!("resumed by {by}"), text)
         }
-        K::RunCancelled { reason } => reason.clone(),
-        K::StrategyChosen {
-            strategy, reason, ..
-        } => format!("{strategy}: {reason}"),
-        K::StrategyEscalated { reason, .. } => reason.clone(),
-        K::StepAdded { step, .. } => format!("{}: {}", step.id, tool_call(step)),
-        K::StepSkipped { step, reason } => format!("{step}: {reason}"),
-        K::StepSummarized { step, summary, .. } => format!("{step}: {summary}"),
-        K::GapsNoted { gaps } => gaps.join("; "),
-        K::Verified {
-            iteration,
-            verification: v,
-            ..
-        } => format!(
-            "iteration {iteration}: completeness {:.2}, confidence {:.2}; missing: {}",
-            v.completeness,
-            v.confidence,
-            v.missing.join("; ")
-        ),
+        K::RunCancelled { reason } => both(format!("cancelled: {reason}"), reason.clone()),
         K::ModelCalled { role, exchange } => {
             let what = match &exchange.outcome {
                 ExchangeOutcome::Response { response } => format!(
@@ -331,13 +307,56 @@ pub(crate) fn detail(kind: &EventKind) -> String {
                 ),
                 ExchangeOutcome::Error { message, .. } => format!("failed: {message}"),
             };
-            format!(
-                "{role} → {} (attempt {}): {what}",
-                exchange.model, exchange.attempt
+            both(
+                model_line(role, exchange),
+                format!(
+                    "{role} → {} (attempt {}): {what}",
+                    exchange.model, exchange.attempt
+                ),
             )
         }
-    };
-    clip(&text, MAX_DETAIL)
+        K::StrategyChosen {
+            strategy, reason, ..
+        } => both(
+            format!("strategy {strategy}: {reason}"),
+            format!("{strategy}: {reason}"),
+        ),
+        K::StrategyEscalated { reason, .. } => both(
+            format!("escalated to plan-execute: {reason}"),
+            reason.clone(),
+        ),
+        K::StepAdded { step, .. } => both(
+            format!("[{}] added: {}", step.id, tool_call(step)),
+            format!("{}: {}", step.id, tool_call(step)),
+        ),
+        K::StepSkipped { step, reason } => both(
+            format!("[{step}] skipped: {reason}"),
+            format!("{step}: {reason}"),
+        ),
+        K::StepSummarized { step, summary, .. } => both(
+            format!("[{step}] summary: {summary}"),
+            format!("{step}: {summary}"),
+        ),
+        K::GapsNoted { gaps } => both(format!("gaps: {}", gaps.join("; ")), gaps.join("; ")),
+        K::Verified {
+            iteration,
+            verification: v,
+            ..
+        } => both(
+            format!(
+                "verified (iteration {iteration}): completeness {:.2}, confidence {:.2}, {} missing",
+                v.completeness,
+                v.confidence,
+                v.missing.len()
+            ),
+            format!(
+                "iteration {iteration}: completeness {:.2}, confidence {:.2}; missing: {}",
+                v.completeness,
+                v.confidence,
+                v.missing.join("; ")
+            ),
+        ),
+    }
 }
 
 /// `show --events`: one line per event — seq, time (UTC), kind, [`detail`].
