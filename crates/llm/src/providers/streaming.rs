@@ -43,12 +43,26 @@ pub(super) fn answer<A: Assemble>(
     }
 }
 
-/// Implements [`ChatModel`](stepwise_core::ChatModel) and `Debug` for a
-/// client with `name`, `model`, `url`, `key` and `timeouts` fields and a
-/// `chat_inner` method: every call streams, errors never show the key, and
-/// `Debug` shows the key only as set or unset (then any `extra` fields).
+/// Implements [`ChatModel`](stepwise_core::ChatModel), `Debug` and
+/// `with_timeouts` for a client with `name`, `model`, `url`, `key`,
+/// `timeouts` and `http` fields and a `chat_inner` method: every call
+/// streams, errors never show the key, and `Debug` shows the key only as set
+/// or unset (then any `extra` fields).
 macro_rules! streaming_client {
     ($client:ident $(, $extra:ident)*) => {
+        impl $client {
+            /// The same client with other timeouts (see
+            /// [`Timeouts`](crate::providers::Timeouts)).
+            pub fn with_timeouts(
+                mut self,
+                timeouts: $crate::providers::Timeouts,
+            ) -> Result<Self, stepwise_core::ModelError> {
+                self.http = $crate::providers::http::client(&timeouts)?;
+                self.timeouts = timeouts;
+                Ok(self)
+            }
+        }
+
         #[async_trait::async_trait]
         impl stepwise_core::ChatModel for $client {
             fn name(&self) -> &str {

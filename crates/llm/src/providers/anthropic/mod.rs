@@ -54,13 +54,6 @@ impl AnthropicClient {
         })
     }
 
-    /// The same client with other timeouts (see [`Timeouts`]).
-    pub fn with_timeouts(mut self, timeouts: Timeouts) -> Result<Self, ModelError> {
-        self.http = http::client(&timeouts)?;
-        self.timeouts = timeouts;
-        Ok(self)
-    }
-
     async fn chat_inner(
         &self,
         request: &ChatRequest,
