@@ -114,6 +114,7 @@ impl Approver for ApproveAll {
 }
 
 /// Whether a ready step may be dispatched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Gate {
     /// Read-only, or approved for exactly these arguments.
     Open,
@@ -121,6 +122,51 @@ pub(super) enum Gate {
     Wait,
     /// Refused (recorded; the fold holds the refusal as the decision).
     Denied,
+}
+
+/// An approval asked for one step.
+#[derive(Debug, Clone, Copy)]
+struct Asked<'a> {
+    step: &'a StepId,
+    tool: &'a str,
+    args: &'a Value,
+    args_hash: &'a str,
+    destructive: bool,
+    /// The same request is already on record (asked before a pause).
+    on_record: bool,
+}
+
+/// What an approver's answer records and whether the step may go: the
+/// request (unless on record already), then the grant or the refusal; a
+/// deferral records only the request, and the run waits for a person.
+fn answered(asked: Asked<'_>, decision: ApprovalDecision) -> (Vec<EventKind>, Gate) {
+    let step = asked.step.clone();
+    let mut record = Vec::new();
+    if !asked.on_record {
+        record.push(EventKind::ApprovalRequested {
+            step: step.clone(),
+            tool: asked.tool.to_owned(),
+            args: asked.args.clone(),
+            args_hash: asked.args_hash.to_owned(),
+            destructive: asked.destructive,
+        });
+    }
+    let gate = match decision {
+        ApprovalDecision::Approve { by } => {
+            record.push(EventKind::ApprovalGranted {
+                step,
+                args_hash: asked.args_hash.to_owned(),
+                by,
+            });
+            Gate::Open
+        }
+        ApprovalDecision::Deny { by, reason } => {
+            record.push(EventKind::ApprovalDenied { step, reason, by });
+            Gate::Denied
+        }
+        ApprovalDecision::Defer => Gate::Wait,
+    };
+    (record, gate)
 }
 
 impl Run<'_> {
@@ -157,40 +203,22 @@ impl Run<'_> {
             args_hash: &hash,
         };
         let decision = self.engine.approver.decide(request).await;
-        if self.state.pending_approvals.get(id) != Some(&hash) {
-            self.record(EventKind::ApprovalRequested {
-                step: id.clone(),
-                tool: step.tool.clone(),
-                args: args.clone(),
-                args_hash: hash.clone(),
-                destructive: spec.destructive,
-            })
-            .await?;
+        let asked = Asked {
+            step: id,
+            tool: &step.tool,
+            args: &args,
+            args_hash: &hash,
+            destructive: spec.destructive,
+            on_record: self.state.pending_approvals.get(id) == Some(&hash),
+        };
+        let (record, gate) = answered(asked, decision);
+        for kind in record {
+            self.record(kind).await?;
         }
-        match decision {
-            ApprovalDecision::Approve { by } => {
-                self.record(EventKind::ApprovalGranted {
-                    step: id.clone(),
-                    args_hash: hash,
-                    by,
-                })
-                .await?;
-                Ok(Gate::Open)
-            }
-            ApprovalDecision::Deny { by, reason } => {
-                self.record(EventKind::ApprovalDenied {
-                    step: id.clone(),
-                    reason,
-                    by,
-                })
-                .await?;
-                Ok(Gate::Denied)
-            }
-            ApprovalDecision::Defer => {
-                self.awaiting.push(id.clone());
-                Ok(Gate::Wait)
-            }
+        if matches!(gate, Gate::Wait) {
+            self.awaiting.push(id.clone());
         }
+        Ok(gate)
     }
 
     /// await_approval: pause the run until a person acts.
@@ -233,5 +261,54 @@ impl Run<'_> {
                 message: e.to_string(),
             })
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn asked<'a>(step: &'a StepId, args: &'a Value, on_record: bool) -> Asked<'a> {
+        Asked {
+            step,
+            tool: "write_file",
+            args,
+            args_hash: "h",
+            destructive: false,
+            on_record,
+        }
+    }
+
+    #[test]
+    fn an_answer_records_the_request_once_then_the_decision() {
+        let (step, args) = (StepId::new("save"), serde_json::json!({"path": "a"}));
+        let by = || "ana".to_owned();
+        let (record, gate) = answered(
+            asked(&step, &args, false),
+            ApprovalDecision::Approve { by: by() },
+        );
+        assert_eq!(gate, Gate::Open);
+        let kinds: Vec<&str> = record.iter().map(EventKind::name).collect();
+        assert_eq!(kinds, ["approval_requested", "approval_granted"]);
+
+        let (record, gate) = answered(
+            asked(&step, &args, true),
+            ApprovalDecision::Deny {
+                by: by(),
+                reason: "no".into(),
+            },
+        );
+        assert_eq!(gate, Gate::Denied);
+        let kinds: Vec<&str> = record.iter().map(EventKind::name).collect();
+        assert_eq!(kinds, ["approval_denied"]);
+
+        let (record, gate) = answered(asked(&step, &args, false), ApprovalDecision::Defer);
+        assert_eq!(gate, Gate::Wait);
+        assert_eq!(record.len(), 1);
+        let (record, _) = answered(asked(&step, &args, true), ApprovalDecision::Defer);
+        assert!(
+            record.is_empty(),
+            "a deferral already on record records nothing"
+        );
     }
 }
