@@ -6,18 +6,17 @@
 use serde_json::Value;
 
 use crate::decision::Driver;
-use crate::event::{EventKind, StopCondition};
+use crate::event::EventKind;
 use crate::graph::Node;
 use crate::ids::StepId;
-use crate::plan::Step;
 use crate::retry::FailureClass;
-use crate::roles::{ActRequest, Action};
+use crate::roles::ActRequest;
 use crate::roles::{RoleError, RoleName};
 use crate::strategy::react::{MAX_SUMMARY_CHARS, bounded, history};
 
 use super::approval::Gate;
 use super::strategy::stop_for_review;
-use super::{EngineError, Halt, Next, NodeResult, Run};
+use super::{EngineError, Halt, NodeResult, Run, decide};
 
 impl Run<'_> {
     pub(super) async fn act(&mut self) -> NodeResult {
@@ -77,53 +76,14 @@ impl Run<'_> {
             Err(Halt::Role(e @ RoleError::Malformed { .. })) => return Ok(stop_for_review(&e)),
             Err(e) => return Err(e),
         };
-        match reply.value {
-            Action::Answer { report, gaps } => {
-                if !gaps.is_empty() {
-                    self.record(EventKind::GapsNoted { gaps }).await?;
-                }
-                // synthesize_report writes the answer as the report.
-                Ok(Next::Answer(Box::new((report, reply.usage))))
-            }
-            // Escalation needs room to plan: at the run's own step bound
-            // (`max_steps`) the run stops at the cap as plain react does.
-            Action::Call { tool, args, .. }
-                if made >= cap && escalate && made < self.state.max_steps =>
-            {
-                let detail = format!(
-                    "{made} tool call(s) made, the cap is {cap}, and the agent still asked for {tool} {}: the router escalates to plan-execute",
-                    Value::Object(args)
-                );
-                self.escalate(detail, reply.usage).await
-            }
-            Action::Call { tool, args, .. } if made >= cap => {
-                // Told it had no calls left, it asked for one more: the
-                // synthesizer writes the report from the results so far.
-                self.record(EventKind::StopConditionMet {
-                    condition: StopCondition::ToolCallCap,
-                    detail: format!(
-                        "{made} tool call(s) made, the cap is {cap}; the agent still asked for {tool} {}",
-                        Value::Object(args)
-                    ),
-                    gaps: vec![format!(
-                        "The tool-call cap ({cap}) was reached before the agent answered; the report uses the results so far"
-                    )],
-                    usage: reply.usage,
-                })
-                .await?;
-                Ok(Node::SynthesizeReport.into())
-            }
-            Action::Call {
-                thought,
-                tool,
-                args,
-            } => {
-                let id = self.fresh_call_id(made + 1);
-                let mut step = Step::new(id.as_str(), thought, tool);
-                step.args = args;
+        match decide::after_action(&self.state, reply.value, reply.usage, cap, escalate) {
+            decide::AfterAction::Go(command) => self.perform(command).await,
+            decide::AfterAction::Escalate(detail, usage) => self.escalate(detail, usage).await,
+            decide::AfterAction::Call(step, usage) => {
+                let id = step.id.clone();
                 self.record(EventKind::StepAdded {
-                    step: Box::new(step),
-                    usage: reply.usage,
+                    step,
+                    usage,
                     streamed: false,
                 })
                 .await?;
@@ -142,17 +102,6 @@ impl Run<'_> {
                 self.start_attempt(&id, 1, alone).await?;
                 Ok(Node::ExecuteStep.into())
             }
-        }
-    }
-
-    /// `call-N`, or the first free id after it.
-    fn fresh_call_id(&self, mut n: usize) -> StepId {
-        loop {
-            let id = StepId::new(format!("call-{n}"));
-            if self.state.plan.step(&id).is_none() {
-                return id;
-            }
-            n += 1;
         }
     }
 

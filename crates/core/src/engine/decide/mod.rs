@@ -5,11 +5,13 @@
 //! perform the answer — record its events, go to its node. So every branch
 //! of the planning graph can be tested with a state and an outcome alone.
 
+mod act;
 mod assess;
 mod budget;
 mod dispatch;
 mod plan;
 
+pub(crate) use act::*;
 pub(crate) use assess::*;
 pub(crate) use budget::*;
 pub(crate) use dispatch::*;
