@@ -12,6 +12,7 @@ use crate::db;
 use crate::error::CliResult;
 use crate::host::price;
 use crate::output;
+use crate::render::table::Table;
 use crate::render::usage::{priced_output, usage_line, usage_table, usd};
 use crate::render::{clip, describe_request, event, goal_of, mermaid, one_line, plural};
 
@@ -129,29 +130,27 @@ fn summary(state: &RunState) -> String {
 
     if !state.plan.steps.is_empty() {
         text.push_str(&format!("\nPlan (version {})\n", state.plan.version));
-        let id_width = column_width(state.plan.steps.iter().map(|s| s.id.as_str()));
-        let tool_width = column_width(state.plan.steps.iter().map(|s| s.tool.as_str()));
+        let mut table = Table::headless(4).indent(2);
         for step in &state.plan.steps {
-            let mut line = format!(
-                "  {} {:<10} {:<id_width$}  {:<tool_width$}",
-                glyph(step.status),
-                step.status.as_str(),
-                step.id.as_str(),
-                step.tool,
-            );
+            let mut rest: Vec<String> = Vec::new();
             if !step.depends_on.is_empty() {
                 let deps: Vec<&str> = step.depends_on.iter().map(StepId::as_str).collect();
-                line.push_str(&format!("  after {}", deps.join(", ")));
+                rest.push(format!("after {}", deps.join(", ")));
             }
             if step.attempts > 1 {
-                line.push_str(&format!("  ({} attempts)", step.attempts));
+                rest.push(format!("({} attempts)", step.attempts));
             }
             if !step.description.is_empty() {
-                line.push_str(&format!("  — {}", clip(&step.description, 80)));
+                rest.push(format!("— {}", clip(&step.description, 80)));
             }
-            text.push_str(line.trim_end());
-            text.push('\n');
+            table.row([
+                format!("{} {}", glyph(step.status), step.status.as_str()),
+                step.id.to_string(),
+                step.tool.clone(),
+                rest.join("  "),
+            ]);
         }
+        text.push_str(&table.render());
     }
 
     text.push_str(&usage_table(state, price.as_ref().map(|(_, p)| p)));
@@ -194,10 +193,6 @@ fn summary(state: &RunState) -> String {
         text.push('\n');
     }
     text
-}
-
-fn column_width<'a>(cells: impl Iterator<Item = &'a str>) -> usize {
-    cells.map(|c| c.chars().count()).max().unwrap_or(0)
 }
 
 /// One character for a step status, so a plan can be scanned at a glance.
