@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 
+use stepwise_core::store::expect_next;
 use stepwise_core::{Event, RunId, RunState, RunStatus, StoreError};
 
 use crate::{STATE_CACHE_RUNS, Tail};
@@ -67,15 +68,7 @@ pub(crate) fn append_start<At: PartialEq>(
     head: Option<(u64, At)>,
     cached: Option<Cached<At>>,
 ) -> Result<Option<(RunState, Tail)>, StoreError> {
-    let last_seq = head.as_ref().map_or(0, |(seq, _)| *seq);
-    let first_seq = events.first().map_or(0, |e| e.seq);
-    if first_seq != last_seq + 1 {
-        return Err(StoreError::Conflict {
-            run: run.clone(),
-            last_seq,
-            first_seq,
-        });
-    }
+    expect_next(run, head.as_ref().map_or(0, |(seq, _)| *seq), events)?;
     Ok(match (head, cached) {
         (None, _) => Some((RunState::default(), Tail::default())),
         (Some((seq, at)), Some(c)) if c.last_seq == seq && c.updated_at == at => {
