@@ -295,6 +295,20 @@ impl BatchSink for StoreSink {
     }
 }
 
+/// Refuses `events` unless they follow a log that ends at `last_seq`, with
+/// [`StoreError::Conflict`]: the check every store's append starts with.
+pub fn expect_next(run: &RunId, last_seq: u64, events: &[Event]) -> Result<(), StoreError> {
+    let first_seq = events.first().map_or(0, |e| e.seq);
+    if first_seq != last_seq + 1 {
+        return Err(StoreError::Conflict {
+            run: run.clone(),
+            last_seq,
+            first_seq,
+        });
+    }
+    Ok(())
+}
+
 /// A store in memory: for tests, and for runs that need no durability.
 #[derive(Debug, Default)]
 pub struct MemoryStore {
@@ -342,14 +356,7 @@ impl Store for MemoryStore {
             let last_seq = runs
                 .get(run)
                 .map_or(0, |s| s.execution_history.len() as u64);
-            let first_seq = events.first().map_or(0, |e| e.seq);
-            if first_seq != last_seq + 1 {
-                return Err(StoreError::Conflict {
-                    run: run.clone(),
-                    last_seq,
-                    first_seq,
-                });
-            }
+            expect_next(run, last_seq, events)?;
             let invalid = |source| StoreError::Invalid {
                 run: run.clone(),
                 source,

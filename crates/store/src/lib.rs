@@ -117,16 +117,17 @@ mod open;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 mod rebuild;
+mod state_cache;
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use rusqlite::{Connection, Transaction, TransactionBehavior};
-use stepwise_core::{RunId, RunState, StoreError};
+use stepwise_core::StoreError;
 
 use crate::error::Fail;
 use crate::failpoint::Failpoint;
+use crate::state_cache::StateCache;
 
 pub use crate::failpoint::FAILPOINT_ENV;
 pub use crate::open::SCHEMA_VERSION;
@@ -154,15 +155,8 @@ pub enum Durability {
     Normal,
 }
 
-/// A run's state as folded at its last append, with the `last_seq` and
-/// `updated_at` the file had after that append.
-#[derive(Debug)]
-pub(crate) struct Cached {
-    pub(crate) last_seq: u64,
-    pub(crate) updated_at: String,
-    pub(crate) state: RunState,
-    pub(crate) tail: Tail,
-}
+/// How the SQLite store caches states: with `updated_at` as written.
+pub(crate) type Cached = state_cache::Cached<String>;
 
 /// Where a run's snapshot stands against its log: what decides when an
 /// append rewrites it (see the crate docs, "Snapshots").
@@ -195,7 +189,7 @@ impl Tail {
 pub struct SqliteStore {
     conn: Mutex<Connection>,
     /// Folded states of running runs (see the crate docs, "The state cache").
-    states: Mutex<HashMap<RunId, Cached>>,
+    states: StateCache<String>,
     /// How messages name the database: its path, or `:memory:`.
     db: String,
     path: Option<PathBuf>,
@@ -219,7 +213,7 @@ impl SqliteStore {
         let conn = open::open_file(path, &db, durability)?;
         Ok(Self {
             conn: Mutex::new(conn),
-            states: Mutex::new(HashMap::new()),
+            states: StateCache::default(),
             db,
             path: Some(path.to_path_buf()),
             failpoint,
@@ -233,7 +227,7 @@ impl SqliteStore {
         let conn = open::open_memory(&db)?;
         Ok(Self {
             conn: Mutex::new(conn),
-            states: Mutex::new(HashMap::new()),
+            states: StateCache::default(),
             db,
             path: None,
             failpoint,
@@ -250,30 +244,6 @@ impl SqliteStore {
     /// lock is safe to take over.
     fn lock(&self) -> MutexGuard<'_, Connection> {
         self.conn.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// The cached state of `run`, taken out of the cache (an append puts it
-    /// back once it has committed).
-    fn take_cached(&self, run: &RunId) -> Option<Cached> {
-        self.states
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(run)
-    }
-
-    /// Caches a run's state after a committed append, while it is running.
-    fn put_cached(&self, run: &RunId, cached: Cached) {
-        if cached.state.status != stepwise_core::RunStatus::Running {
-            return;
-        }
-        let mut states = self.states.lock().unwrap_or_else(PoisonError::into_inner);
-        if states.len() >= STATE_CACHE_RUNS
-            && !states.contains_key(run)
-            && let Some(other) = states.keys().next().cloned()
-        {
-            states.remove(&other);
-        }
-        states.insert(run.clone(), cached);
     }
 
     /// Runs `f` in one `BEGIN IMMEDIATE` transaction (the write lock is taken

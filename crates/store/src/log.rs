@@ -18,6 +18,7 @@ use crate::codec::{
 use crate::error::Fail;
 use crate::lease::{check_fence, held_now};
 use crate::rebuild::{Snapshot, rebuild};
+use crate::state_cache::append_start;
 use crate::{Cached, SqliteStore, Tail};
 
 impl SqliteStore {
@@ -29,28 +30,15 @@ impl SqliteStore {
     ) -> Result<(), StoreError> {
         // The state folded at this run's last append, if this store made it;
         // used only if the file still ends where that append left it.
-        let cached = self.take_cached(run);
+        let cached = self.states.take(run);
         let folded = self.write(|tx| {
             if let Some(fence) = fence {
                 check_fence(tx, run, fence)?;
             }
             let head = head(tx, run)?;
-            let last_seq = head.as_ref().map_or(0, |(seq, _)| *seq);
-            let first_seq = events.first().map_or(0, |e| e.seq);
-            if first_seq != last_seq + 1 {
-                return Err(StoreError::Conflict {
-                    run: run.clone(),
-                    last_seq,
-                    first_seq,
-                }
-                .into());
-            }
-            let (mut state, mut tail) = match (head, cached) {
-                (None, _) => (RunState::default(), Tail::default()),
-                (Some((seq, at)), Some(c)) if c.last_seq == seq && c.updated_at == at => {
-                    (c.state, c.tail)
-                }
-                (Some(_), _) => load_state(tx, run)?,
+            let (mut state, mut tail) = match append_start(run, events, head, cached)? {
+                Some(start) => start,
+                None => load_state(tx, run)?,
             };
             // The events table holds the history; the fold kept beside it
             // needs none (the snapshot is written without it).
@@ -88,7 +76,7 @@ impl SqliteStore {
                 tail,
             })
         })?;
-        self.put_cached(run, folded);
+        self.states.put(run, folded);
         Ok(())
     }
 

@@ -13,6 +13,7 @@ use super::{Cached, Inner, PgStore};
 use crate::Tail;
 use crate::codec::{from_json, status_from_sql, to_json};
 use crate::rebuild::{Snapshot, rebuild};
+use crate::state_cache::append_start;
 
 pub(super) fn to_i64(n: u64, what: &str) -> Result<i64, Fail> {
     i64::try_from(n).map_err(|_| Fail::Data(format!("{what} {n} is too large to store")))
@@ -49,7 +50,7 @@ async fn append(
     events: &[Event],
     fence: Option<u64>,
 ) -> Result<Cached, Fail> {
-    let cached = inner.take_cached(run);
+    let cached = inner.states.take(run);
     let mut conn = inner.pool.get().await?;
     let tx = conn.transaction().await?;
     if let Some(fence) = fence {
@@ -63,21 +64,11 @@ async fn append(
         .await?
         .map(|r| Ok::<_, Fail>((to_u64(r.get(0), "last_seq")?, r.get::<_, DateTime<Utc>>(1))))
         .transpose()?;
-    let last_seq = head.as_ref().map_or(0, |(seq, _)| *seq);
-    let first_seq = events.first().map_or(0, |e| e.seq);
-    if first_seq != last_seq + 1 {
-        return Err(StoreError::Conflict {
-            run: run.clone(),
-            last_seq,
-            first_seq,
-        }
-        .into());
-    }
-    let (mut state, mut tail) = match (head, cached) {
-        (None, _) => (RunState::default(), Tail::default()),
-        (Some((seq, at)), Some(c)) if c.last_seq == seq && c.updated_at == at => (c.state, c.tail),
-        (Some(_), _) => load_state(&tx, run).await?,
+    let (mut state, mut tail) = match append_start(run, events, head, cached)? {
+        Some(start) => start,
+        None => load_state(&tx, run).await?,
     };
+    let first_seq = events.first().map_or(0, |e| e.seq);
     // The events table holds the history; the fold kept beside it needs
     // none (the snapshot is written without it).
     state.forget_history();
@@ -347,7 +338,7 @@ impl Store for PgStore {
             let result = append(&inner, &run, &events, fence).await;
             match result {
                 Ok(cached) => {
-                    inner.put_cached(&run, cached);
+                    inner.states.put(&run, cached);
                     inner.committed();
                     Ok(())
                 }

@@ -71,17 +71,16 @@ mod pool;
 pub mod queue;
 pub mod testing;
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::str::FromStr;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use futures::future::BoxFuture;
-use stepwise_core::{RunId, RunState, RunStatus, StoreError};
+use stepwise_core::StoreError;
 
-use crate::Tail;
 use crate::failpoint::{self, Failpoint};
+use crate::state_cache::StateCache;
 
 pub use self::idempotency::FencedLog;
 pub use self::migrate::{Migrated, PG_SCHEMA_VERSION, migrate};
@@ -92,15 +91,8 @@ pub fn is_url(db: &str) -> bool {
     db.starts_with("postgres://") || db.starts_with("postgresql://")
 }
 
-/// A run's state as folded at its last append, with the `last_seq` and
-/// `updated_at` its row got from that append.
-#[derive(Debug)]
-struct Cached {
-    last_seq: u64,
-    updated_at: DateTime<Utc>,
-    state: RunState,
-    tail: Tail,
-}
+/// How the PostgreSQL store caches states: with `updated_at` as read.
+type Cached = crate::state_cache::Cached<DateTime<Utc>>;
 
 /// What the store's tasks share.
 #[derive(Debug)]
@@ -108,32 +100,11 @@ struct Inner {
     pool: Pool,
     /// The URL without its password: how messages name the database.
     name: String,
-    states: Mutex<HashMap<RunId, Cached>>,
+    states: StateCache<DateTime<Utc>>,
     failpoint: Option<Failpoint>,
 }
 
 impl Inner {
-    fn take_cached(&self, run: &RunId) -> Option<Cached> {
-        self.states
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(run)
-    }
-
-    fn put_cached(&self, run: &RunId, cached: Cached) {
-        if cached.state.status != RunStatus::Running {
-            return;
-        }
-        let mut states = self.states.lock().unwrap_or_else(PoisonError::into_inner);
-        if states.len() >= crate::STATE_CACHE_RUNS
-            && !states.contains_key(run)
-            && let Some(other) = states.keys().next().cloned()
-        {
-            states.remove(&other);
-        }
-        states.insert(run.clone(), cached);
-    }
-
     /// After a committed write: the failpoint, if one is set.
     fn committed(&self) {
         failpoint::after_commit(self.failpoint);
@@ -237,7 +208,7 @@ impl PgStore {
             inner: Arc::new(Inner {
                 pool: Pool::new(config, connections.max(1)),
                 name,
-                states: Mutex::new(HashMap::new()),
+                states: StateCache::default(),
                 failpoint,
             }),
             runtime: Some(runtime),
