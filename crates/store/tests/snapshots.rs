@@ -322,50 +322,12 @@ fn assert_crashed_in_append(out: &std::process::Output, n: usize) {
     );
 }
 
-/// Schema 1, exactly as released: `MIGRATIONS[0]` of `open.rs`.
-const V1: &str = "
-CREATE TABLE runs (
-    run_id      TEXT PRIMARY KEY,
-    goal        TEXT NOT NULL,
-    status      TEXT NOT NULL,
-    started_at  TEXT NOT NULL,
-    updated_at  TEXT NOT NULL,
-    last_seq    INTEGER NOT NULL,
-    steps_done  INTEGER NOT NULL,
-    steps_total INTEGER NOT NULL,
-    replans     INTEGER NOT NULL,
-    tokens      INTEGER NOT NULL,
-    snapshot    TEXT NOT NULL
-) STRICT;
-CREATE INDEX runs_newest_first ON runs (started_at DESC, run_id DESC);
-CREATE TABLE events (
-    run_id TEXT NOT NULL,
-    seq    INTEGER NOT NULL,
-    at     TEXT NOT NULL,
-    kind   TEXT NOT NULL,
-    body   TEXT NOT NULL,
-    PRIMARY KEY (run_id, seq)
-) STRICT, WITHOUT ROWID;
-CREATE TABLE leases (
-    run_id TEXT PRIMARY KEY,
-    holder TEXT,
-    fence  INTEGER NOT NULL,
-    until  TEXT
-) STRICT;
-CREATE TABLE idempotency (
-    key          TEXT PRIMARY KEY,
-    run_id       TEXT NOT NULL,
-    step         TEXT NOT NULL,
-    args_hash    TEXT NOT NULL,
-    outcome      TEXT,
-    begun_at     TEXT NOT NULL,
-    completed_at TEXT
-) STRICT;
-CREATE INDEX idempotency_by_run ON idempotency (run_id);
-CREATE TABLE meta (
-    key   TEXT PRIMARY KEY,
-    value TEXT NOT NULL
-) STRICT;
+/// Schema 1, exactly as released: the statements `open.rs` runs as its
+/// first migration.
+const V1: &str = include_str!("../src/schema-v1.sql");
+
+/// What a schema 1 store wrote besides its tables: its marks and its meta.
+const V1_MARKS: &str = "
 PRAGMA application_id = 1398034519; -- 0x53545057, 'STPW'
 PRAGMA user_version = 1;
 INSERT INTO meta (key, value) VALUES
@@ -428,6 +390,7 @@ fn a_schema_1_file_is_migrated_in_place() {
     {
         let conn = Connection::open(&path).unwrap();
         conn.execute_batch(V1).unwrap();
+        conn.execute_batch(V1_MARKS).unwrap();
         write_v1_run(&conn, &done_log);
         write_v1_run(&conn, &long[..cut]);
         conn.execute(
