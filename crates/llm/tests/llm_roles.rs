@@ -317,12 +317,18 @@ async fn g_a_final_answer_from_the_replanner_skips_the_rest_and_synthesizes() {
 async fn h_the_llm_executor_fills_open_arguments_from_the_model() {
     let tools = registry();
     let tool = tools.get("search_notes").cloned().unwrap();
-    let step = Step::new(
+    let mut step = Step::new(
         "find",
         "Find notes on the cost of fine-tuning",
         "search_notes",
     )
     .accept("at least one note with a cost figure");
+    step.acceptance_criteria
+        .push(stepwise_core::plan::criteria::Criterion::Check(
+            stepwise_core::plan::criteria::Check::NonEmpty {
+                path: "results".into(),
+            },
+        ));
     let context = |args: Value| StepContext {
         step: step.clone(),
         args,
@@ -358,6 +364,9 @@ async fn h_the_llm_executor_fills_open_arguments_from_the_model() {
         prompt.contains("at least one note with a cost figure"),
         "{prompt}"
     );
+    // A typed check is shown as the sentence it stands for, not its JSON.
+    assert!(prompt.contains("- `results` is not empty"), "{prompt}");
+    assert!(!prompt.contains("non_empty"), "{prompt}");
     assert!(
         prompt.contains("keywords for the cost of fine-tuning"),
         "{prompt}"

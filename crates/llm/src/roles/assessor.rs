@@ -24,7 +24,7 @@ struct StepView<'a> {
     description: &'a str,
     tool: &'a str,
     args: String,
-    acceptance_criteria: &'a [stepwise_core::plan::criteria::Criterion],
+    acceptance_criteria: Vec<String>,
 }
 
 #[derive(Serialize)]
@@ -52,7 +52,7 @@ impl Assessor for LlmAssessor {
                 description: &step.description,
                 tool: &step.tool,
                 args: serde_json::Value::Object(step.args.clone()).to_string(),
-                acceptance_criteria: &step.acceptance_criteria,
+                acceptance_criteria: super::view::criteria(&step.acceptance_criteria),
             },
             outcome,
             result,
@@ -109,7 +109,7 @@ impl Assessor for LlmAssessor {
                     description: &r.step.description,
                     tool: &r.step.tool,
                     args: serde_json::Value::Object(r.step.args.clone()).to_string(),
-                    acceptance_criteria: &r.step.acceptance_criteria,
+                    acceptance_criteria: super::view::criteria(&r.step.acceptance_criteria),
                     outcome,
                     result,
                     failure,
@@ -175,7 +175,7 @@ struct WaveStep<'a> {
     description: &'a str,
     tool: &'a str,
     args: String,
-    acceptance_criteria: &'a [stepwise_core::plan::criteria::Criterion],
+    acceptance_criteria: Vec<String>,
     outcome: &'static str,
     result: String,
     failure: String,

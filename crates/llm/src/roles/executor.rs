@@ -42,7 +42,7 @@ llm_role!(LlmExecutor);
 struct StepView<'a> {
     id: &'a str,
     description: &'a str,
-    acceptance_criteria: &'a [stepwise_core::plan::criteria::Criterion],
+    acceptance_criteria: Vec<String>,
     /// The step's agent type (gathering, analysis, output), if the plan gave one.
     agent: Option<&'static str>,
 }
@@ -185,7 +185,7 @@ impl StepExecutor for LlmExecutor {
             step: StepView {
                 id: step.id.as_str(),
                 description: &step.description,
-                acceptance_criteria: &step.acceptance_criteria,
+                acceptance_criteria: super::view::criteria(&step.acceptance_criteria),
                 agent: step.agent.map(|a| a.as_str()),
             },
             tool: view::tools(std::slice::from_ref(&spec))

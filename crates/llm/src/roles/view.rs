@@ -10,6 +10,12 @@ use serde::Serialize;
 use serde_json::Value;
 use stepwise_core::{Constraints, RunState, Step, StepId, StepStatus, ToolSpec};
 
+/// A step's acceptance criteria in words: a typed check as the sentence it
+/// stands for (`the output is not empty`), never as its JSON.
+pub(crate) fn criteria(criteria: &[stepwise_core::plan::criteria::Criterion]) -> Vec<String> {
+    criteria.iter().map(ToString::to_string).collect()
+}
+
 /// Characters of one step's result shown to the synthesizer.
 pub(crate) const REPORT_BUDGET: usize = 6_000;
 /// Characters of one step's result shown to the other roles.
