@@ -264,7 +264,7 @@ pub(crate) fn after_verification(state: &RunState, policy: VerifyPolicy) -> Opti
             verification.contradictions.join("; ")
         ));
     }
-    Some(Command::go(Next::Replan(reason)))
+    Some(report_if_spent(state).unwrap_or_else(|| Command::go(Next::Replan(reason))))
 }
 
 #[cfg(test)]

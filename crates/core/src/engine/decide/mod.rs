@@ -130,6 +130,7 @@ pub(crate) fn on_held(state: &RunState, verdict: Verdict, reason: &str) -> Comma
         Verdict::Synthesize => Command::go(Node::SynthesizeReport),
         Verdict::NeedsReview => Command::go(Review::because(reason)),
         Verdict::Replan => match replan_guard(state, reason.to_owned()) {
+            ReplanGuard::Replan(_) if let Some(report) = report_if_spent(state) => report,
             ReplanGuard::Replan(reason) => Command::go(Next::Replan(reason)),
             // Seed 000: past the replan cap, ask the person to simplify.
             ReplanGuard::Stop {
