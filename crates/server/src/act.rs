@@ -9,7 +9,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use stepwise_core::act::{self, ActError, Approve};
-use stepwise_core::{EventKind, Lease, RunId, RunState, RunStatus, StepId, StoreError};
+
+use crate::approval::StepApproval;
+
+use stepwise_core::{EventKind, Lease, RunId, RunState, RunStatus, StoreError};
 
 use crate::Shared;
 use crate::error::{ApiError, ErrorCode};
@@ -175,17 +178,6 @@ pub(crate) fn pending(state: &RunState) -> Pending {
     }
 }
 
-/// One step's approval, bound to the hash it asked with.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct StepApproval {
-    /// The step.
-    pub step: String,
-    /// The `args_hash` shown in the pending request
-    /// (`GET /v1/runs/{id}/approvals`); any other is refused as stale.
-    pub args_hash: String,
-}
-
 /// The approval events for a request, checked against what the run waits
 /// for now: a step not pending, or a hash or plan version other than the
 /// pending one, refuses the whole request.
@@ -207,7 +199,7 @@ pub(crate) fn grants(
     steps: &[StepApproval],
     by: &str,
 ) -> Result<Vec<EventKind>, ApiError> {
-    let steps = named(steps);
+    let steps = crate::approval::named(steps);
     act::grants(
         state,
         Approve::Named {
@@ -217,38 +209,6 @@ pub(crate) fn grants(
         by,
     )
     .map_err(act_error)
-}
-
-/// Each step approved, bound to the hash the request names.
-fn named(steps: &[StepApproval]) -> Vec<(StepId, Option<String>)> {
-    steps
-        .iter()
-        .map(|a| (StepId::new(a.step.as_str()), Some(a.args_hash.clone())))
-        .collect()
-}
-
-/// A person's approval of a run a worker is working on, as it rides in
-/// the run's job to that worker, which records it when the run pauses
-/// (see [`Launcher::deliver_approval`](crate::Launcher::deliver_approval)).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct DeliveredApproval {
-    /// Who approved (the tenant).
-    pub by: String,
-    /// A plan version approved, if any.
-    #[serde(default)]
-    pub plan_version: Option<u32>,
-    /// The steps approved, each bound to its hash.
-    #[serde(default)]
-    pub steps: Vec<StepApproval>,
-}
-
-impl DeliveredApproval {
-    /// The events that record it on the paused run `state`, checked as a
-    /// person's approval of a paused run is: a step no longer pending, or
-    /// whose arguments changed since, refuses it whole (with the reason).
-    pub fn events(&self, state: &RunState) -> Result<Vec<EventKind>, String> {
-        approvals(state, self.plan_version, &self.steps, &self.by).map_err(|e| e.message)
-    }
 }
 
 /// The refusal events for everything a run waits for, then `needs_review`

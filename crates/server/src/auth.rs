@@ -12,9 +12,9 @@ use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
 use sha2::{Digest, Sha256};
 
-use crate::api::AppState;
 use crate::config::{LOCAL_TENANT, TokenConfig};
 use crate::error::{ApiError, ErrorCode};
+use crate::extract::AppState;
 
 /// The name of the security scheme in the OpenAPI document.
 pub(crate) const SCHEME: &str = "bearer";

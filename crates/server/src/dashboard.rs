@@ -14,7 +14,7 @@ use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderName};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
-use crate::api::AppState;
+use crate::extract::AppState;
 
 const INDEX: &str = include_str!("../assets/dashboard/index.html");
 const APP_JS: &str = include_str!("../assets/dashboard/app.js");

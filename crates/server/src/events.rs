@@ -35,9 +35,10 @@ use stepwise_core::{Event, RunId, RunState};
 use tokio::sync::watch;
 
 use crate::Shared;
-use crate::api::{ApiStatus, AppState, Query, RunPath};
 use crate::auth::Tenant;
 use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::extract::{AppState, Query, RunPath, page_limit};
+use crate::types::ApiStatus;
 
 /// The most events a JSON page holds.
 const MAX_PAGE: usize = 5_000;
@@ -209,7 +210,7 @@ pub(crate) async fn events(
     let run = state.run_id.clone();
     if !prefs.sse {
         let after = query.after.unwrap_or(0);
-        let limit = crate::api::page_limit(query.limit, MAX_PAGE, MAX_PAGE)?;
+        let limit = page_limit(query.limit, MAX_PAGE, MAX_PAGE)?;
         let events: Vec<Event> = state
             .execution_history
             .iter()

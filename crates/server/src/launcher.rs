@@ -16,7 +16,7 @@ use serde_json::Value;
 use stepwise_core::{Constraints, EventSink, Lease, RunId, RunState, RunStatus, Usage};
 use tokio::sync::watch;
 
-use crate::act::DeliveredApproval;
+use crate::approval::DeliveredApproval;
 use crate::error::{ApiError, ErrorCode};
 
 /// The key of `run_started.host` (and of the run's current host settings)

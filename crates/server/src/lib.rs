@@ -27,16 +27,19 @@
 
 mod act;
 mod api;
+mod approval;
 mod auth;
 mod config;
 pub mod dashboard;
 mod error;
 mod events;
+mod extract;
 mod hub;
 mod jobs;
 mod launcher;
 mod metrics;
 pub mod paths;
+mod types;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::AtomicUsize;
@@ -48,11 +51,12 @@ use stepwise_core::{RunId, RunState, RunStatus, Store};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-pub use crate::act::{DeliveredApproval, Pending, PendingStep, StepApproval};
+pub use crate::act::{Pending, PendingStep};
 pub use crate::api::{
     ApiStatus, ApproveRequest, Approved, CancelRequest, Links, ListQuery, RejectRequest, Rejected,
     ResumeRequest, RunItem, RunList, RunStatusBody, SubmitRun, Submitted,
 };
+pub use crate::approval::{DeliveredApproval, StepApproval};
 pub use crate::auth::{Auth, AuthError, TOKENS_ENV};
 pub use crate::config::{
     DEFAULT_LISTEN, LOCAL_TENANT, Limits, ServeConfig, TokenConfig, ToolSetConfig,

@@ -4,15 +4,16 @@ use axum::Json;
 use axum::extract::{Path, State};
 use stepwise_core::{RunState, RunStatus};
 
-use crate::act::{DeliveredApproval, Pending};
+use crate::act::Pending;
+use crate::approval::DeliveredApproval;
 use crate::auth::Tenant;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::launcher::Resume;
 use crate::{Shared, act};
 
-use super::extract::{AppState, Body, RunPath};
 use super::runs::SETTLE;
-use super::types::{ApiStatus, ApproveRequest, Approved, RejectRequest, Rejected};
+use crate::extract::{AppState, Body, RunPath};
+use crate::types::{ApiStatus, ApproveRequest, Approved, RejectRequest, Rejected};
 
 pub(super) async fn approvals(
     tenant: Tenant,

@@ -5,16 +5,13 @@
 //! run is a 404 exactly like a run that does not exist.
 
 mod approvals;
-mod extract;
 mod responses;
 mod router;
 mod runs;
-mod types;
 
-pub(crate) use extract::{AppState, Query, RunPath};
-pub(crate) use router::router;
-pub(crate) use runs::page_limit;
-pub use types::{
+pub(crate) use crate::extract::AppState;
+pub use crate::types::{
     ApiStatus, ApproveRequest, Approved, CancelRequest, Links, ListQuery, RejectRequest, Rejected,
     ResumeRequest, RunItem, RunList, RunStatusBody, SubmitRun, Submitted,
 };
+pub(crate) use router::router;

@@ -18,8 +18,8 @@ use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::events;
 
 use super::approvals::{approvals, approve, reject};
-use super::extract::AppState;
 use super::runs::{cancel, get_run, list, resume, submit};
+use crate::extract::AppState;
 
 async fn openapi(State(AppState(shared)): State<AppState>) -> axum::response::Response {
     let body = shared.openapi.get().cloned().unwrap_or_default();

@@ -12,9 +12,9 @@ use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::jobs::{Phase, shutting_down};
 use crate::launcher::{NewRun, Resume};
 
-use super::extract::{AppState, Body, Query, RunPath};
 use super::responses::{Accepted, RunOutput};
-use super::types::{
+use crate::extract::{AppState, Body, Query, RunPath};
+use crate::types::{
     ApiStatus, CancelRequest, Links, ListQuery, ResumeRequest, RunItem, RunList, RunStatusBody,
     SubmitRun, Submitted,
 };
@@ -158,25 +158,12 @@ fn check_max_steps(asked: Option<usize>, limits: &crate::config::Limits) -> ApiR
     }
 }
 
-/// A page size a client asked for: `default` when it did not, and a clear
-/// error outside 1..=`max` (rather than silently another size).
-pub(crate) fn page_limit(asked: Option<usize>, default: usize, max: usize) -> ApiResult<usize> {
-    match asked {
-        None => Ok(default),
-        Some(n) if (1..=max).contains(&n) => Ok(n),
-        Some(n) => Err(ApiError::new(
-            ErrorCode::InvalidRequest,
-            format!("limit must be between 1 and {max} (got {n})"),
-        )),
-    }
-}
-
 pub(super) async fn list(
     tenant: Tenant,
     State(AppState(shared)): State<AppState>,
     Query(query): Query<ListQuery>,
 ) -> ApiResult<Json<RunList>> {
-    let limit = page_limit(query.limit, 50, 200)?;
+    let limit = crate::extract::page_limit(query.limit, 50, 200)?;
     let summaries = shared
         .store
         .list_runs()

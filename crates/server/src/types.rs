@@ -7,7 +7,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use stepwise_core::{Constraints, RunStatus};
 
-use crate::act::{Pending, StepApproval};
+use crate::act::Pending;
+use crate::approval::StepApproval;
 use crate::jobs::Phase;
 use crate::launcher::ApproveMode;
 

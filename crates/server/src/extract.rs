@@ -126,3 +126,20 @@ pub(crate) struct RunPath {
     /// The run id.
     pub(crate) id: String,
 }
+
+/// A page size a client asked for: `default` when it did not, and a clear
+/// error outside 1..=`max` (rather than silently another size).
+pub(crate) fn page_limit(
+    asked: Option<usize>,
+    default: usize,
+    max: usize,
+) -> Result<usize, ApiError> {
+    match asked {
+        None => Ok(default),
+        Some(n) if (1..=max).contains(&n) => Ok(n),
+        Some(n) => Err(ApiError::new(
+            ErrorCode::InvalidRequest,
+            format!("limit must be between 1 and {max} (got {n})"),
+        )),
+    }
+}
