@@ -112,6 +112,17 @@ pub(crate) enum Command {
     /// held, last heartbeat; and the queue's counts.
     #[command(after_help = exit_codes(&[Failed, Usage]))]
     Workers(WorkersArgs),
+    /// Write a commented stepwise.toml: every setting, turned off, with
+    /// what it does and its default. Never overwrites an existing file.
+    #[command(after_help = exit_codes(&[Failed, Usage]))]
+    Init(InitArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct InitArgs {
+    /// The folder to write stepwise.toml in (default: the current one).
+    #[arg(value_name = "DIR")]
+    pub(crate) dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -97,6 +97,7 @@ fn dispatch(cli: &Cli) -> CliResult {
         Command::Strategies(args) => cmd::strategies::list(args),
         Command::Bench(args) => cmd::bench::bench(args),
         Command::Migrate => cmd::migrate::migrate(db),
+        Command::Init(args) => cmd::init::init(args),
         #[cfg(feature = "serve")]
         Command::Worker(args) => cmd::worker::worker(args, db),
         #[cfg(feature = "postgres")]
