@@ -116,6 +116,27 @@ pub(crate) enum Command {
     /// what it does and its default. Never overwrites an existing file.
     #[command(after_help = exit_codes(&[Failed, Usage]))]
     Init(InitArgs),
+    /// Print a shell completion script, e.g. `stepwise completions bash >
+    /// ~/.local/share/bash-completion/completions/stepwise`.
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff), e.g. `stepwise man | man -l -`.
+    Man,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CompletionsArgs {
+    /// The shell: bash, zsh, fish or powershell.
+    #[arg(value_enum, value_name = "SHELL")]
+    pub(crate) shell: Shell,
+}
+
+/// The shells `completions` writes for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Shell {
+    Bash,
+    Zsh,
+    Fish,
+    Powershell,
 }
 
 #[derive(Debug, Args)]

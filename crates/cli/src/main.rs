@@ -98,6 +98,8 @@ fn dispatch(cli: &Cli) -> CliResult {
         Command::Bench(args) => cmd::bench::bench(args),
         Command::Migrate => cmd::migrate::migrate(db),
         Command::Init(args) => cmd::init::init(args),
+        Command::Completions(args) => cmd::docs::completions(args.shell),
+        Command::Man => cmd::docs::man(),
         #[cfg(feature = "serve")]
         Command::Worker(args) => cmd::worker::worker(args, db),
         #[cfg(feature = "postgres")]

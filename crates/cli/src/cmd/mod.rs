@@ -6,6 +6,7 @@ mod act;
 pub(crate) mod approve;
 pub(crate) mod bench;
 pub(crate) mod cancel;
+pub(crate) mod docs;
 pub(crate) mod init;
 pub(crate) mod migrate;
 #[cfg(feature = "serve")]
