@@ -108,6 +108,7 @@
 //! `open` fail, so a mistyped failpoint cannot silently test nothing.
 
 mod codec;
+mod delete;
 mod error;
 mod failpoint;
 mod idempotency;
