@@ -23,6 +23,9 @@ pub(crate) trait RunStore: Store + RunLease + IdempotencyLog {
     /// The idempotency log a run's lease holder writes to: on PostgreSQL
     /// every record checks the lease's fence, as appends do.
     fn fenced_log(self: Arc<Self>, run: &RunId, fence: u64) -> Arc<dyn IdempotencyLog>;
+
+    /// Deletes everything of a run whose lease `fence` holds.
+    fn delete_run(&self, run: &RunId, fence: u64) -> anyhow::Result<()>;
 }
 
 impl RunStore for SqliteStore {
@@ -32,6 +35,10 @@ impl RunStore for SqliteStore {
 
     fn fenced_log(self: Arc<Self>, _run: &RunId, _fence: u64) -> Arc<dyn IdempotencyLog> {
         self
+    }
+
+    fn delete_run(&self, run: &RunId, fence: u64) -> anyhow::Result<()> {
+        Ok(SqliteStore::delete_run(self, run, fence)?)
     }
 }
 
@@ -44,7 +51,15 @@ impl RunStore for PgStore {
     fn fenced_log(self: Arc<Self>, run: &RunId, fence: u64) -> Arc<dyn IdempotencyLog> {
         Arc::new(PgStore::fenced_log(&self, run, fence))
     }
+
+    fn delete_run(&self, _run: &RunId, _fence: u64) -> anyhow::Result<()> {
+        Err(usage(anyhow!(NO_DELETE_ON_POSTGRES)))
+    }
 }
+
+/// Why `runs delete` and `runs prune` refuse a PostgreSQL database.
+pub(crate) const NO_DELETE_ON_POSTGRES: &str =
+    "deleting runs is not supported on PostgreSQL yet (only on an SQLite run database)";
 
 /// An open run database.
 pub(crate) type Db = Arc<dyn RunStore>;

@@ -23,6 +23,7 @@ mod cmd;
 mod config;
 mod db;
 mod error;
+mod filters;
 mod finish;
 mod guard;
 mod host;
@@ -45,7 +46,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use crate::cli::{Cli, Command, PlanCommand};
+use crate::cli::{Cli, Command, PlanCommand, RunsCommand};
 use crate::error::CliResult;
 
 fn main() -> ExitCode {
@@ -83,7 +84,11 @@ fn dispatch(cli: &Cli) -> CliResult {
     match &cli.command {
         Command::Run(args) => cmd::run::run(args, db),
         Command::Resume(args) => cmd::resume::resume(args, db),
-        Command::Runs(args) => cmd::runs::runs(args, db),
+        Command::Runs(args) => match &args.action {
+            None => cmd::runs::runs(args, db),
+            Some(RunsCommand::Delete(args)) => cmd::prune::delete(args, db),
+            Some(RunsCommand::Prune(args)) => cmd::prune::prune(args, db),
+        },
         Command::Show(args) => cmd::show::show(args, db),
         Command::Approve(args) => cmd::approve::approve(args, db),
         Command::Reject(args) => cmd::reject::reject(args, db),

@@ -12,6 +12,7 @@ pub(crate) mod migrate;
 #[cfg(feature = "serve")]
 pub(crate) mod pickup;
 pub(crate) mod plan;
+pub(crate) mod prune;
 pub(crate) mod reject;
 pub(crate) mod replay;
 pub(crate) mod resume;
