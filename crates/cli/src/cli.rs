@@ -485,7 +485,7 @@ pub(crate) struct RunsArgs {
 pub(crate) enum RunsCommand {
     /// Delete runs: their events, snapshot, idempotency records and lease.
     /// A running run, or one a live process holds, is refused (and then
-    /// nothing is deleted). Not on PostgreSQL yet.
+    /// nothing is deleted).
     #[command(after_help = exit_codes(&[Failed, Usage]))]
     Delete(DeleteArgs),
     /// Delete the runs not changed for a while (never a running or held

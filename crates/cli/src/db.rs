@@ -52,14 +52,10 @@ impl RunStore for PgStore {
         Arc::new(PgStore::fenced_log(&self, run, fence))
     }
 
-    fn delete_run(&self, _run: &RunId, _fence: u64) -> anyhow::Result<()> {
-        Err(usage(anyhow!(NO_DELETE_ON_POSTGRES)))
+    fn delete_run(&self, run: &RunId, fence: u64) -> anyhow::Result<()> {
+        Ok(PgStore::delete_run(self, run, fence)?)
     }
 }
-
-/// Why `runs delete` and `runs prune` refuse a PostgreSQL database.
-pub(crate) const NO_DELETE_ON_POSTGRES: &str =
-    "deleting runs is not supported on PostgreSQL yet (only on an SQLite run database)";
 
 /// An open run database.
 pub(crate) type Db = Arc<dyn RunStore>;

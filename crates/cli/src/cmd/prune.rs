@@ -63,9 +63,6 @@ pub(crate) fn prune(args: &PruneArgs, flag: Option<&PathBuf>) -> CliResult {
             "--status running: running runs are never pruned (cancel them first)"
         )));
     }
-    if db::url(flag).is_some() {
-        return Err(CliError::usage(anyhow!(db::NO_DELETE_ON_POSTGRES)));
-    }
     let Some(store) = db::open_existing(flag)? else {
         output::stdout(&format!("no runs to prune in {}\n", db::describe(flag)))?;
         return Ok(());
@@ -102,12 +99,9 @@ pub(crate) fn prune(args: &PruneArgs, flag: Option<&PathBuf>) -> CliResult {
     Ok(())
 }
 
-/// The SQLite database (deleting is not done on PostgreSQL yet); one that
-/// does not exist has no runs to delete.
+/// The run database; an SQLite file that does not exist has no runs to
+/// delete.
 fn open(flag: Option<&PathBuf>) -> CliResult<Db> {
-    if db::url(flag).is_some() {
-        return Err(CliError::usage(anyhow!(db::NO_DELETE_ON_POSTGRES)));
-    }
     db::open_existing(flag)?.ok_or_else(|| {
         CliError::usage(anyhow!(
             "there is no run database at {} (pass --db or set STEPWISE_DB); nothing deleted",
