@@ -458,8 +458,10 @@ pub(crate) struct ReplayArgs {
     pub(crate) quiet: bool,
 }
 
+/// `runs`' own flags list runs: with `delete` or `prune` they are refused
+/// (`cmd::runs::listing_flag`), by hand because clap's
+/// `args_conflicts_with_subcommands` would refuse the global `--db` too.
 #[derive(Debug, Args)]
-#[command(args_conflicts_with_subcommands = true)]
 pub(crate) struct RunsArgs {
     #[command(subcommand)]
     pub(crate) action: Option<RunsCommand>,

@@ -86,6 +86,11 @@ fn dispatch(cli: &Cli) -> CliResult {
         Command::Resume(args) => cmd::resume::resume(args, db),
         Command::Runs(args) => match &args.action {
             None => cmd::runs::runs(args, db),
+            Some(_) if let Some(flag) = cmd::runs::listing_flag(args) => {
+                Err(error::CliError::usage(anyhow::anyhow!(
+                    "{flag} lists runs; give it to `stepwise runs`, not to `runs delete` or `runs prune`"
+                )))
+            }
             Some(RunsCommand::Delete(args)) => cmd::prune::delete(args, db),
             Some(RunsCommand::Prune(args)) => cmd::prune::prune(args, db),
         },

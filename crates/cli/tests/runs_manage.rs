@@ -219,7 +219,12 @@ fn delete_removes_runs_but_refuses_running_and_held_ones() {
     assert!(unknown.stderr.contains("nope"), "{}", unknown.stderr);
     assert_eq!(ids(&db), all);
 
-    let out = stepwise(&db, &["runs", "delete", "old_failed", "new_failed"]);
+    // `--db` is global: after `runs` too.
+    let out = Stepwise::new()
+        .args(["runs", "--db"])
+        .arg(&db)
+        .args(["delete", "old_failed", "new_failed"])
+        .run();
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(out.stdout.contains("deleted 2 runs"), "{}", out.stdout);
     assert_eq!(ids(&db), ["leased", "running", "old_cancelled"]);
@@ -288,4 +293,24 @@ fn prune_lists_without_yes_and_deletes_with_it() {
         2,
         "--older-than is required"
     );
+    // Listing flags mean nothing to prune: refused rather than ignored.
+    let mixed = stepwise(
+        &db,
+        &[
+            "runs",
+            "--status",
+            "failed",
+            "prune",
+            "--older-than",
+            "1d",
+            "--yes",
+        ],
+    );
+    assert_eq!(mixed.code, 2, "{}", mixed.stderr);
+    assert!(
+        mixed.stderr.contains("--status lists runs"),
+        "{}",
+        mixed.stderr
+    );
+    assert_eq!(ids(&db), ["new_failed", "leased", "running"]);
 }

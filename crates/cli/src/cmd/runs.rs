@@ -50,6 +50,20 @@ pub(crate) fn runs(args: &RunsArgs, flag: Option<&PathBuf>) -> CliResult {
     Ok(())
 }
 
+/// The first listing flag given, if any (they mean nothing to `delete`
+/// and `prune`, which have flags of their own).
+pub(crate) fn listing_flag(args: &RunsArgs) -> Option<&'static str> {
+    [
+        (args.json, "--json"),
+        (!args.status.is_empty(), "--status"),
+        (args.since.is_some(), "--since"),
+        (args.goal.is_some(), "--goal"),
+        (args.limit.is_some(), "--limit"),
+    ]
+    .into_iter()
+    .find_map(|(given, flag)| given.then_some(flag))
+}
+
 /// The table of `stepwise runs`.
 fn runs_table(summaries: &[RunSummary]) -> String {
     let mut table = Table::new(&[
