@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
+use stepwise_core::RunStatus;
 use stepwise_core::strategy::{DEFAULT_STRATEGY, StrategyRegistry};
 
 use crate::error::ErrorKind::{
@@ -53,7 +54,9 @@ pub(crate) enum Command {
     /// acted (approve, reject, or new bounds such as --max-replans).
     #[command(after_help = exit_codes(&[Failed, Usage, NeedsReview, AwaitingApproval, Cancelled, Interrupted]))]
     Resume(ResumeArgs),
-    /// List runs: id, goal, status, start, steps done/total, replans, tokens.
+    /// List runs: id, goal, status, start, steps done/total, replans,
+    /// tokens (filtered with --status, --since, --goal, --limit); or delete
+    /// them (`runs delete`, `runs prune`).
     Runs(RunsArgs),
     /// Show one run: its plan (or its events, or a Mermaid DAG).
     Show(ShowArgs),
@@ -112,6 +115,38 @@ pub(crate) enum Command {
     /// held, last heartbeat; and the queue's counts.
     #[command(after_help = exit_codes(&[Failed, Usage]))]
     Workers(WorkersArgs),
+    /// Write a commented stepwise.toml: every setting, turned off, with
+    /// what it does and its default. Never overwrites an existing file.
+    #[command(after_help = exit_codes(&[Failed, Usage]))]
+    Init(InitArgs),
+    /// Print a shell completion script, e.g. `stepwise completions bash >
+    /// ~/.local/share/bash-completion/completions/stepwise`.
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff), e.g. `stepwise man | man -l -`.
+    Man,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CompletionsArgs {
+    /// The shell: bash, zsh, fish or powershell.
+    #[arg(value_enum, value_name = "SHELL")]
+    pub(crate) shell: Shell,
+}
+
+/// The shells `completions` writes for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Shell {
+    Bash,
+    Zsh,
+    Fish,
+    Powershell,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct InitArgs {
+    /// The folder to write stepwise.toml in (default: the current one).
+    #[arg(value_name = "DIR")]
+    pub(crate) dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -423,11 +458,62 @@ pub(crate) struct ReplayArgs {
     pub(crate) quiet: bool,
 }
 
+/// `runs`' own flags list runs: with `delete` or `prune` they are refused
+/// (`cmd::runs::listing_flag`), by hand because clap's
+/// `args_conflicts_with_subcommands` would refuse the global `--db` too.
 #[derive(Debug, Args)]
 pub(crate) struct RunsArgs {
+    #[command(subcommand)]
+    pub(crate) action: Option<RunsCommand>,
     /// Print the runs as JSON.
     #[arg(long)]
     pub(crate) json: bool,
+    /// Only runs with this status (repeatable, or a comma list): running,
+    /// ok, needs_review, failed, awaiting_approval, cancelled.
+    #[arg(long, value_name = "S", value_delimiter = ',', value_parser = crate::filters::status)]
+    pub(crate) status: Vec<RunStatus>,
+    /// Only runs started within this long (e.g. 30m, 2h, 7d).
+    #[arg(long, value_name = "DURATION", value_parser = crate::filters::duration)]
+    pub(crate) since: Option<chrono::Duration>,
+    /// Only runs whose goal contains this text (ignoring case).
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) goal: Option<String>,
+    /// At most this many runs (the newest).
+    #[arg(long, value_name = "N", value_parser = at_least_one)]
+    pub(crate) limit: Option<usize>,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum RunsCommand {
+    /// Delete runs: their events, snapshot, idempotency records and lease.
+    /// A running run, or one a live process holds, is refused (and then
+    /// nothing is deleted).
+    #[command(after_help = exit_codes(&[Failed, Usage]))]
+    Delete(DeleteArgs),
+    /// Delete the runs not changed for a while (never a running or held
+    /// one). Without --yes, only prints what it would delete.
+    #[command(after_help = exit_codes(&[Failed, Usage]))]
+    Prune(PruneArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct DeleteArgs {
+    /// The run ids.
+    #[arg(value_name = "RUN", required = true)]
+    pub(crate) runs: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct PruneArgs {
+    /// Runs whose last change is older than this (e.g. 7d, 12h).
+    #[arg(long, value_name = "DURATION", value_parser = crate::filters::duration)]
+    pub(crate) older_than: chrono::Duration,
+    /// Only runs with this status (repeatable, or a comma list; not running).
+    #[arg(long, value_name = "S", value_delimiter = ',', value_parser = crate::filters::status)]
+    pub(crate) status: Vec<RunStatus>,
+    /// Delete them; without it, print how many and which, and delete nothing.
+    #[arg(long)]
+    pub(crate) yes: bool,
 }
 
 #[derive(Debug, Args)]

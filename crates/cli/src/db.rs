@@ -23,6 +23,9 @@ pub(crate) trait RunStore: Store + RunLease + IdempotencyLog {
     /// The idempotency log a run's lease holder writes to: on PostgreSQL
     /// every record checks the lease's fence, as appends do.
     fn fenced_log(self: Arc<Self>, run: &RunId, fence: u64) -> Arc<dyn IdempotencyLog>;
+
+    /// Deletes everything of a run whose lease `fence` holds.
+    fn delete_run(&self, run: &RunId, fence: u64) -> anyhow::Result<()>;
 }
 
 impl RunStore for SqliteStore {
@@ -32,6 +35,10 @@ impl RunStore for SqliteStore {
 
     fn fenced_log(self: Arc<Self>, _run: &RunId, _fence: u64) -> Arc<dyn IdempotencyLog> {
         self
+    }
+
+    fn delete_run(&self, run: &RunId, fence: u64) -> anyhow::Result<()> {
+        Ok(SqliteStore::delete_run(self, run, fence)?)
     }
 }
 
@@ -43,6 +50,10 @@ impl RunStore for PgStore {
 
     fn fenced_log(self: Arc<Self>, run: &RunId, fence: u64) -> Arc<dyn IdempotencyLog> {
         Arc::new(PgStore::fenced_log(&self, run, fence))
+    }
+
+    fn delete_run(&self, run: &RunId, fence: u64) -> anyhow::Result<()> {
+        Ok(PgStore::delete_run(self, run, fence)?)
     }
 }
 

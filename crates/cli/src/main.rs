@@ -23,6 +23,7 @@ mod cmd;
 mod config;
 mod db;
 mod error;
+mod filters;
 mod finish;
 mod guard;
 mod host;
@@ -45,7 +46,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use crate::cli::{Cli, Command, PlanCommand};
+use crate::cli::{Cli, Command, PlanCommand, RunsCommand};
 use crate::error::CliResult;
 
 fn main() -> ExitCode {
@@ -83,7 +84,16 @@ fn dispatch(cli: &Cli) -> CliResult {
     match &cli.command {
         Command::Run(args) => cmd::run::run(args, db),
         Command::Resume(args) => cmd::resume::resume(args, db),
-        Command::Runs(args) => cmd::runs::runs(args, db),
+        Command::Runs(args) => match &args.action {
+            None => cmd::runs::runs(args, db),
+            Some(_) if let Some(flag) = cmd::runs::listing_flag(args) => {
+                Err(error::CliError::usage(anyhow::anyhow!(
+                    "{flag} lists runs; give it to `stepwise runs`, not to `runs delete` or `runs prune`"
+                )))
+            }
+            Some(RunsCommand::Delete(args)) => cmd::prune::delete(args, db),
+            Some(RunsCommand::Prune(args)) => cmd::prune::prune(args, db),
+        },
         Command::Show(args) => cmd::show::show(args, db),
         Command::Approve(args) => cmd::approve::approve(args, db),
         Command::Reject(args) => cmd::reject::reject(args, db),
@@ -97,6 +107,9 @@ fn dispatch(cli: &Cli) -> CliResult {
         Command::Strategies(args) => cmd::strategies::list(args),
         Command::Bench(args) => cmd::bench::bench(args),
         Command::Migrate => cmd::migrate::migrate(db),
+        Command::Init(args) => cmd::init::init(args),
+        Command::Completions(args) => cmd::docs::completions(args.shell),
+        Command::Man => cmd::docs::man(),
         #[cfg(feature = "serve")]
         Command::Worker(args) => cmd::worker::worker(args, db),
         #[cfg(feature = "postgres")]

@@ -161,3 +161,46 @@ fn a_run_pauses_is_approved_and_resumed_on_postgres_like_on_sqlite() {
         .unwrap();
     assert_eq!(unfenced, vec![vec![Some("0".to_owned())]]);
 }
+
+#[test]
+fn runs_are_pruned_and_deleted_on_postgres_too() {
+    let db = scratch_db("cli_delete");
+    assert_eq!(on(db.url(), &["migrate"]).code, 0);
+    let dir = Scratch::new("postgres", "delete");
+    let plan_file = dir.path().join("plan.json");
+    std::fs::write(&plan_file, plan().to_string()).unwrap();
+    let notes = notes().display().to_string();
+    let plan = plan_file.display().to_string();
+    let ws = dir.path().join("ws").display().to_string();
+    let paused = on(
+        db.url(),
+        &[
+            "run",
+            "Save it",
+            "--notes",
+            &notes,
+            "--plan",
+            &plan,
+            "--workspace",
+            &ws,
+            "--run-id",
+            "run_pg_del",
+            "--quiet",
+        ],
+    );
+    assert_eq!(paused.code, 4, "{}", paused.stderr);
+    let dry = on(db.url(), &["runs", "prune", "--older-than", "0s"]);
+    assert_eq!(dry.code, 0, "{}", dry.stderr);
+    assert!(
+        dry.stdout.contains("would delete 1 run: run_pg_del"),
+        "{}",
+        dry.stdout
+    );
+    let deleted = on(db.url(), &["runs", "delete", "run_pg_del"]);
+    assert_eq!(deleted.code, 0, "{}", deleted.stderr);
+    assert_eq!(on(db.url(), &["runs", "--json"]).json(), json!([]));
+    let rows = db
+        .query("SELECT count(*)::text FROM stepwise.events")
+        .unwrap();
+    assert_eq!(rows[0][0].as_deref(), Some("0"));
+}

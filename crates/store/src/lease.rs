@@ -1,6 +1,6 @@
 //! Run leases with fencing: [`RunLease`] for [`SqliteStore`].
 //!
-//! A `leases` row is never deleted: releasing clears `holder` and `until` but
+//! A `leases` row is deleted only with its run (`delete_run`): releasing clears `holder` and `until` but
 //! keeps `fence`, so the next acquisition gets a larger fence than any
 //! handed out before and a stale holder's appends stay refused. Every change
 //! runs under `BEGIN IMMEDIATE`, so two processes racing for a lease are

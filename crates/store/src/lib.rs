@@ -81,7 +81,7 @@
 //! | `runs` | `run_id` PK, `goal`, `status`, `started_at`, `updated_at`, `last_seq`, `steps_done`, `steps_total`, `replans`, `tokens` | the run's summary, written at every append: it serves `list_runs` without parsing JSON; index on (`started_at` desc, `run_id` desc) |
 //! | `snapshots` | `run_id` PK, `seq`, `state` | `state` is the folded `RunState` as JSON **without** `execution_history` (the events table holds the history once), as of event `seq`; see "Snapshots". No row until the first snapshot |
 //! | `events` | (`run_id`, `seq`) PK, `at`, `kind`, `body` | `body` is the whole `Event` as JSON; `kind` and `at` are copies for people querying the file; `WITHOUT ROWID`, so a run's log is stored in order |
-//! | `leases` | `run_id` PK, `holder`, `fence`, `until` | `holder`/`until` are NULL once released; the row (and its `fence`) is kept so the fence keeps growing across release and re-acquire |
+//! | `leases` | `run_id` PK, `holder`, `fence`, `until` | `holder`/`until` are NULL once released; the row (and its `fence`) is kept so the fence keeps growing across release and re-acquire, until `delete_run` deletes the run |
 //! | `idempotency` | `key` PK, `run_id`, `step`, `args_hash`, `outcome` (JSON, NULL until complete), `begun_at`, `completed_at` | index on `run_id` |
 //! | `meta` | `key` PK, `value` | `created_at`, `created_by`, `opened_at` (rewritten at every open: the write that proves the file is writable) |
 //!
@@ -108,6 +108,7 @@
 //! `open` fail, so a mistyped failpoint cannot silently test nothing.
 
 mod codec;
+mod delete;
 mod error;
 mod failpoint;
 mod idempotency;

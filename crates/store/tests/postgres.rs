@@ -350,3 +350,46 @@ async fn a_fenced_log_refuses_side_effects_once_its_lease_lapsed_or_moved() {
         .await
         .unwrap();
 }
+
+#[test]
+fn a_run_is_deleted_whole_under_its_lease_and_others_stay() {
+    let (db, store) = store("delete");
+    let (gone, kept) = (RunId("run_gone".into()), RunId("run_kept".into()));
+    let other = block_on(async {
+        for run in [&gone, &kept] {
+            store.append(run, &sample_log(run), None).await.unwrap();
+        }
+        store.acquire(&gone, "other:2", 60_000).await.unwrap()
+    });
+    assert!(matches!(
+        store.delete_run(&gone, other.fence + 1),
+        Err(StoreError::Fenced { .. })
+    ));
+    store.delete_run(&gone, other.fence).unwrap();
+    for table in ["runs", "events", "snapshots", "leases", "lease_grants"] {
+        let rows = db
+            .query(&format!(
+                "SELECT count(*)::text FROM stepwise.{table} WHERE run_id = 'run_gone'"
+            ))
+            .unwrap();
+        assert_eq!(rows[0][0].as_deref(), Some("0"), "{table}");
+    }
+    block_on(async {
+        assert!(matches!(
+            store.state(&gone).await,
+            Err(StoreError::NotFound(_))
+        ));
+        let left: Vec<String> = store
+            .list_runs()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|s| s.run_id.0)
+            .collect();
+        assert_eq!(left, ["run_kept"]);
+    });
+    assert!(matches!(
+        store.delete_run(&gone, other.fence),
+        Err(StoreError::NotFound(_))
+    ));
+}

@@ -6,10 +6,13 @@ mod act;
 pub(crate) mod approve;
 pub(crate) mod bench;
 pub(crate) mod cancel;
+pub(crate) mod docs;
+pub(crate) mod init;
 pub(crate) mod migrate;
 #[cfg(feature = "serve")]
 pub(crate) mod pickup;
 pub(crate) mod plan;
+pub(crate) mod prune;
 pub(crate) mod reject;
 pub(crate) mod replay;
 pub(crate) mod resume;

@@ -1,6 +1,6 @@
 //! Run leases with fencing: [`RunLease`] for [`PgStore`].
 //!
-//! As in SQLite, a `leases` row is never deleted: releasing clears `holder`
+//! As in SQLite, a `leases` row is deleted only with its run: releasing clears `holder`
 //! and `until` and keeps `fence`, so every acquisition gets a larger fence
 //! than any handed out before. Each acquisition is also written to
 //! `lease_grants`, in the same transaction. Times are the database's clock.

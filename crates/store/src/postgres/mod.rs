@@ -61,6 +61,7 @@
 //! | `workers` | `id` PK, `host`, `pid`, `concurrency`, `started_at`, `heartbeat_at`, `state` (`running`, `draining`, `stopped`), `stopped_at` |
 //! | `migrations` | `version` PK, `name`, `applied_at` |
 
+mod delete;
 mod error;
 mod idempotency;
 mod lease;
