@@ -34,7 +34,7 @@ impl SqliteStore {
             Ok(())
         })?;
         // A cached fold of a deleted run must not outlive it.
-        drop(self.take_cached(run));
+        drop(self.states.take(run));
         Ok(())
     }
 }

@@ -53,7 +53,7 @@ impl PgStore {
             delete(&inner, &run, fence)
                 .await
                 .map_err(|e| e.into_store(&inner.name))?;
-            drop(inner.take_cached(&run));
+            drop(inner.states.take(&run));
             inner.committed();
             Ok(())
         })
