@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use stepwise_core::{Effects, Tool, ToolContext, ToolError, ToolRegistry, ToolSpec};
 
 use crate::notes::Corpus;
-use crate::notes::tokenize::tokenize;
+use crate::text::tokenize::tokenize;
 
 /// Results returned when `limit` is not given.
 pub const DEFAULT_LIMIT: u32 = 5;

@@ -3,8 +3,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::notes::stem::stem;
-use crate::notes::tokenize::{is_cjk, is_stop_word};
+use crate::text::stem::stem;
+use crate::text::tokenize::{is_cjk, is_stop_word};
 
 use super::markers::{Marker, markers};
 use super::tokens::{Kind, Token, lex};

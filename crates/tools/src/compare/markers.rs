@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::notes::stem::stem;
+use crate::text::stem::stem;
 
 use super::tokens::{Kind, Token};
 use super::words::{

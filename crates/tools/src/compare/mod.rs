@@ -16,7 +16,7 @@
 //!   of managers ("15 of 24 managers") are different units.
 //! - **measured phrase**: the content words nearest the figure in its part
 //!   of the clause (the noun phrase it quantifies or is predicated of), as
-//!   whole-word stems ([`crate::notes::stem`]), after any source frame
+//!   whole-word stems ([`crate::text::stem`]), after any source frame
 //!   ("the data team found that", "데이터팀이 다시 집계한 결과"). The two
 //!   phrases share at least two words (a counted noun — "100,000 messages" —
 //!   counts as one), and every word around each figure is used somewhere in
@@ -231,7 +231,7 @@ pub fn figure_rows(title: &str, sentence: &str) -> Vec<FigureRow> {
             }
             let word = last.map_or(String::new(), |t| t.text.clone());
             text.push_str(&if hangul_word(&word) {
-                crate::notes::stem::counter(&word)
+                crate::text::stem::counter(&word)
             } else {
                 word
             });

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::notes::stem::{is_hangul, words};
+use crate::text::stem::{is_hangul, words};
 
 use super::entities::{Vocabulary, companies_in, entity_of, korean_subject, named_in};
 use super::markers::{Marker, markers};

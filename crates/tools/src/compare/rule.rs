@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::notes::stem::{mentions, stem};
+use crate::text::stem::{mentions, stem};
 
 use super::phrases::{Figure, PhraseWord, Statement};
 use super::tokens::Kind;

@@ -1,6 +1,6 @@
 //! Tokens: a sentence split into words, numbers, symbols and clause breaks.
 
-use crate::notes::stem::is_hangul;
+use crate::text::stem::is_hangul;
 
 use super::words::{fw, listed};
 

@@ -1,8 +1,8 @@
 //! The figure reader's word lists and lookups. Lowercase; Korean entries
 //! are stems (particles stripped).
 
-use crate::notes::stem::is_hangul;
 use crate::text::figure_words::{FigureWords, figure_words};
+use crate::text::stem::is_hangul;
 
 /// The figure reader's words (`text/figures-*.toml`).
 pub(super) fn fw() -> &'static FigureWords {

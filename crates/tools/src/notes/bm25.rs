@@ -1,7 +1,7 @@
 //! Okapi BM25 over pre-tokenised documents.
 //!
 //! Written here rather than taken from a crate so that tokenisation (see
-//! [`tokenize`](mod@super::tokenize)) stays entirely ours and the scores are easy
+//! [`tokenize`](mod@crate::text::tokenize)) stays entirely ours and the scores are easy
 //! to check by hand: for a query `Q` and a document `D`,
 //!
 //! ```text

@@ -2,64 +2,13 @@
 //! so that every tool call after that only reads.
 
 use std::fmt;
-use std::path::PathBuf;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::error::CorpusError;
+use super::note::Note;
 use super::search::{PassageIndex, SearchHit};
 use super::vocab::Vocabulary;
-
-/// Where a note came from, so errors and citations can point at it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Origin {
-    /// A `.md` or `.txt` file: the whole file is the note.
-    File(PathBuf),
-    /// One line of a `.jsonl` file.
-    JsonlLine {
-        /// The file.
-        path: PathBuf,
-        /// 1-based line number.
-        line: usize,
-    },
-    /// Built in code (tests, other sources) rather than loaded from disk.
-    Inline,
-}
-
-impl fmt::Display for Origin {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::File(path) => write!(f, "{}", path.display()),
-            Self::JsonlLine { path, line } => write!(f, "{} line {line}", path.display()),
-            Self::Inline => f.write_str("a note built in code"),
-        }
-    }
-}
-
-/// One note.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Note {
-    /// Stable identifier: the file stem, or the `id` of a JSONL line.
-    pub id: String,
-    /// A short human title.
-    pub title: String,
-    /// The full text (for Markdown files, including the heading).
-    pub text: String,
-    /// Where it came from.
-    pub origin: Origin,
-}
-
-impl Note {
-    /// A note built in code.
-    pub fn new(id: impl Into<String>, title: impl Into<String>, text: impl Into<String>) -> Self {
-        Self {
-            id: id.into(),
-            title: title.into(),
-            text: text.into(),
-            origin: Origin::Inline,
-        }
-    }
-}
 
 /// Notes with unique ids, sorted by id, with a passage index for
 /// [`search`](Self::search) and their [`Vocabulary`]. Immutable once built:
@@ -190,7 +139,7 @@ impl Corpus {
 
     /// The passages of the note at `position` in [`notes`](Self::notes),
     /// in order, each with the heading it sits under unless that heading
-    /// is the note's title: [`split_sections`](super::passages::split_sections)
+    /// is the note's title: [`split_sections`](crate::text::passages::split_sections)
     /// of its text, as indexed.
     pub fn passages(&self, position: usize) -> impl Iterator<Item = (&str, Option<&str>)> {
         self.index.passages_of(position)
@@ -207,6 +156,7 @@ impl Corpus {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::notes::note::Origin;
 
     #[test]
     fn notes_are_sorted_and_found_by_id() {

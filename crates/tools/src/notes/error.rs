@@ -4,8 +4,8 @@
 use std::io;
 use std::path::PathBuf;
 
-use super::corpus::Origin;
-use super::load::SkippedFile;
+use super::note::Origin;
+use super::skipped::SkippedFile;
 
 /// A corpus could not be loaded or built.
 #[derive(Debug, thiserror::Error)]

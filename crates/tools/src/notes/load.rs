@@ -20,16 +20,17 @@
 //! UTF-8 — is skipped and reported like any other entry left out; one such
 //! file never stops the others from loading.
 
-use std::fmt;
 use std::fs;
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::Value;
 
-use super::corpus::{Corpus, Indexing, Note, Origin};
+use super::corpus::{Corpus, Indexing};
 use super::error::CorpusError;
-use super::passages::heading_text;
+use super::note::{Note, Origin};
+use super::skipped::{SkipReason, SkippedFile};
+use crate::text::passages::heading_text;
 
 /// Titles longer than this many characters are cut (with `…`): a title
 /// taken from a first line may really be a whole paragraph.
@@ -59,69 +60,6 @@ pub enum LoadProgress {
     },
     /// Indexing the notes read.
     Indexing(Indexing),
-}
-
-/// A folder entry that is not part of the corpus.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SkippedFile {
-    /// The entry.
-    pub path: PathBuf,
-    /// Why it was left out.
-    pub reason: SkipReason,
-}
-
-impl fmt::Display for SkippedFile {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.path.display(), self.reason)
-    }
-}
-
-/// Why an entry was left out.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SkipReason {
-    /// A folder: only the top level is loaded.
-    Subfolder,
-    /// A name starting with `.` (editor swap files, `.DS_Store`, `.git`).
-    Hidden,
-    /// Not `.md`, `.txt` or `.jsonl`; holds the extension, if any.
-    UnsupportedExtension(Option<String>),
-    /// The name is not valid UTF-8, so it cannot be an id.
-    NonUtf8Name,
-    /// Not a regular file (a socket, a pipe, a device).
-    NotAFile,
-    /// A supported file with no text (or a `.jsonl` with only blank lines).
-    EmptyFile,
-    /// A supported extension, but binary content (it holds NUL bytes).
-    Binary,
-    /// A supported extension, but not valid UTF-8 text; holds the offset of
-    /// the first byte that is not.
-    NotUtf8(usize),
-}
-
-impl fmt::Display for SkipReason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Subfolder => f.write_str("subfolder (only the top level is loaded)"),
-            Self::Hidden => f.write_str("hidden file"),
-            Self::UnsupportedExtension(Some(ext)) => {
-                write!(
-                    f,
-                    "unsupported extension .{ext} (expected .md, .txt or .jsonl)"
-                )
-            }
-            Self::UnsupportedExtension(None) => {
-                f.write_str("no extension (expected .md, .txt or .jsonl)")
-            }
-            Self::NonUtf8Name => f.write_str("file name is not valid UTF-8"),
-            Self::NotAFile => f.write_str("not a regular file"),
-            Self::EmptyFile => f.write_str("empty file (no notes in it)"),
-            Self::Binary => f.write_str("binary file, not text (it holds NUL bytes)"),
-            Self::NotUtf8(at) => write!(
-                f,
-                "not UTF-8 text (invalid byte at offset {at}); save it as UTF-8 to include it"
-            ),
-        }
-    }
 }
 
 /// What kind of note file an entry is.

@@ -22,18 +22,21 @@ pub mod corpus;
 pub mod error;
 pub mod load;
 pub mod names;
-pub mod passages;
+pub mod note;
 pub mod search;
-pub mod stem;
-pub mod tokenize;
+pub mod skipped;
 pub mod vocab;
 
+/// The stems and search terms of the text layer, where they live now.
+pub use crate::text::{passages, stem, tokenize};
+
+pub use crate::text::passages::sentences;
 pub use bm25::{Bm25Index, Bm25Params};
-pub use corpus::{Corpus, Indexing, Note, Origin};
+pub use corpus::{Corpus, Indexing};
 pub use error::CorpusError;
-pub use load::{LoadProgress, LoadedCorpus, SkipReason, SkippedFile};
+pub use load::{LoadProgress, LoadedCorpus};
 pub use names::company_names;
-pub use passages::sentences;
+pub use note::{Note, Origin};
 pub use search::SearchHit;
-pub use tokenize::tokenize;
+pub use skipped::{SkipReason, SkippedFile};
 pub use vocab::Vocabulary;

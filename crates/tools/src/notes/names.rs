@@ -2,7 +2,7 @@
 //! "다온푸드서비스(주)", "Meterix Systems LLC". Read by the offline roles (a
 //! note by another party) and by `compare_results` (a note's subject).
 
-use super::stem::is_hangul;
+use crate::text::stem::is_hangul;
 
 /// One-syllable particles a Korean name may carry.
 const KO_PARTICLES: &[char] = &[

@@ -15,9 +15,9 @@
 use std::collections::BTreeMap;
 
 use super::bm25::{Bm25Builder, Bm25Index, Bm25Params};
-use super::corpus::Note;
-use super::passages::split_sections;
-use super::tokenize::{for_each_term, tokenize};
+use super::note::Note;
+use crate::text::passages::split_sections;
+use crate::text::tokenize::{for_each_term, tokenize};
 
 /// At most this many passages are returned per note.
 pub const MAX_PASSAGES_PER_NOTE: usize = 3;
@@ -219,8 +219,8 @@ impl PassageIndex {
 #[cfg(test)]
 mod tests {
     use crate::notes::bm25::Bm25Index;
-    use crate::notes::tokenize::tokenize;
     use crate::notes::{Corpus, Note};
+    use crate::text::tokenize::tokenize;
 
     fn corpus() -> Corpus {
         Corpus::from_notes([

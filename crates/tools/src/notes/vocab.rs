@@ -3,7 +3,7 @@
 //!
 //! Two kinds of word, as the two readers of a corpus split text:
 //!
-//! - **stems**, as [`words`](super::stem::words) gives them (whole words,
+//! - **stems**, as [`words`](crate::text::stem::words) gives them (whole words,
 //!   Snowball stems, Korean particles stripped), for deciding what a
 //!   sentence is about;
 //! - **terms**, as [`tokenize`](super::tokenize()) gives them (Korean as
@@ -17,10 +17,10 @@
 
 use std::ops::Range;
 
-use super::corpus::Note;
+use super::note::Note;
 // FxHash, not SipHash: a corpus is the user's own notes, not an adversary's.
-use super::stem::piece_word;
-use super::tokenize::{for_each_piece, piece_terms};
+use crate::text::stem::piece_word;
+use crate::text::tokenize::{for_each_piece, piece_terms};
 use rustc_hash::FxHashMap;
 
 /// Words of a corpus, and the notes using each. See the [module docs](self).
@@ -200,8 +200,8 @@ mod tests {
     use std::collections::{BTreeMap, BTreeSet};
 
     use super::*;
-    use crate::notes::stem::words;
-    use crate::notes::tokenize::tokenize;
+    use crate::text::stem::words;
+    use crate::text::tokenize::tokenize;
 
     fn notes() -> Vec<Note> {
         vec![

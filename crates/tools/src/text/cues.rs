@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 
 use serde::Deserialize;
 
-use crate::notes::stem::{is_hangul, stem};
+use crate::text::stem::{is_hangul, stem};
 
 /// What a cue says of the sentence holding it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

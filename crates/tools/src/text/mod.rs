@@ -17,9 +17,12 @@
 
 pub mod cues;
 pub mod figure_words;
+pub mod passages;
+pub mod stem;
+pub mod tokenize;
 pub mod words;
 
-pub use crate::notes::passages::sentences;
-pub use crate::notes::stem::{is_hangul, mentions, same_stem, stem, words};
-pub use crate::notes::tokenize::{is_stop_word, tokenize};
 pub use cues::{Cue, has_any_cue, has_cue};
+pub use passages::sentences;
+pub use stem::{is_hangul, mentions, same_stem, stem, words};
+pub use tokenize::{is_stop_word, tokenize};
