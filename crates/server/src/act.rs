@@ -18,11 +18,6 @@ use crate::Shared;
 use crate::error::{ApiError, ErrorCode};
 use crate::launcher::LaunchError;
 
-/// A store error as the API reports it.
-pub(crate) fn store_error(_run: &RunId, e: StoreError) -> ApiError {
-    ApiError::from(e)
-}
-
 /// A store error as the API reports it (each names its run).
 impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {

@@ -202,11 +202,7 @@ impl Shared {
         };
         let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
         loop {
-            let state = self
-                .store
-                .state(run)
-                .await
-                .map_err(|e| act::store_error(run, e))?;
+            let state = self.store.state(run).await.map_err(ApiError::from)?;
             if state.status.has_ended() {
                 return Ok(state.status);
             }
@@ -263,11 +259,7 @@ impl Shared {
     /// A run the tenant may see, or the same 404 as a run that does not exist.
     async fn owned(&self, tenant: &auth::Tenant, id: &str) -> ApiResult<RunState> {
         let run = RunId(id.to_owned());
-        let state = self
-            .store
-            .state(&run)
-            .await
-            .map_err(|e| act::store_error(&run, e))?;
+        let state = self.store.state(&run).await.map_err(ApiError::from)?;
         let owner = tenant_of(&state).map(str::to_owned);
         let mine = self.owns(tenant, owner.as_deref());
         self.remember(&run, owner);

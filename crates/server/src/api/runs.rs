@@ -6,7 +6,6 @@ use axum::Json;
 use axum::extract::{Path, State};
 use stepwise_core::{Constraints, RunId, RunStatus, RunSummary};
 
-use crate::act;
 use crate::auth::Tenant;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::jobs::{Phase, shutting_down};
@@ -291,11 +290,7 @@ pub(super) async fn cancel(
         .jobs
         .cancel(&run, &reason, Duration::from_secs(30))
         .await?;
-    let state = shared
-        .store
-        .state(&run)
-        .await
-        .map_err(|e| act::store_error(&run, e))?;
+    let state = shared.store.state(&run).await.map_err(ApiError::from)?;
     let status = if state.status.has_ended() {
         state.status
     } else {
