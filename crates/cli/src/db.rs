@@ -204,6 +204,21 @@ pub(crate) fn person() -> String {
         .unwrap_or_else(|| "user".to_owned())
 }
 
+/// Renews `lease` every third of its time to live until the task is
+/// aborted or the renewal fails (taken over: the holder's next fenced
+/// append then fails with `Fenced`).
+pub(crate) fn keep_renewed(store: &Db, lease: &Lease) -> tokio::task::JoinHandle<()> {
+    let (store, lease) = (Arc::clone(store), lease.clone());
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(std::time::Duration::from_millis(LEASE_TTL_MS / 3)).await;
+            if store.renew(&lease, LEASE_TTL_MS).await.is_err() {
+                break;
+            }
+        }
+    })
+}
+
 /// The process's one-thread runtime, built at its first use and kept: the
 /// store's methods are async, and the commands that are not servers (`run`,
 /// `show`, `approve`, …) need nothing more. `serve` and `worker` build

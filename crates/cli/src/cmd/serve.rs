@@ -263,16 +263,7 @@ impl ServeLauncher {
         .wire(&run, &state.execution_history)
         .await
         .map_err(|e| failed(format!("{e:#}")))?;
-        let renew_store = Arc::clone(&self.store);
-        let renew_lease = lease.clone();
-        let renewal = tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(std::time::Duration::from_millis(LEASE_TTL_MS / 3)).await;
-                if renew_store.renew(&renew_lease, LEASE_TTL_MS).await.is_err() {
-                    break; // taken over: the next append fails with `Fenced`
-                }
-            }
-        });
+        let renewal = db::keep_renewed(&self.store, lease);
         let driving = Box::pin(wired.drive(state, options));
         let outcome = {
             let mut driving = driving;

@@ -26,7 +26,7 @@ use stepwise_tools::notes::Corpus;
 use crate::cli::ApproveMode;
 use crate::config::{Config, ModelChoice};
 
-use crate::db::{self, Db, LEASE_TTL_MS};
+use crate::db::{self, Db};
 use crate::progress::{Mode, Progress};
 
 /// A run being worked on: the engine, what it writes to, and the MCP
@@ -180,16 +180,7 @@ impl Session {
             }
             progress.finish();
         });
-        let renew_store = Arc::clone(&store);
-        let renew_lease = lease.clone();
-        let renewal = tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(std::time::Duration::from_millis(LEASE_TTL_MS / 3)).await;
-                if renew_store.renew(&renew_lease, LEASE_TTL_MS).await.is_err() {
-                    break; // taken over: the next append fails with `Fenced`
-                }
-            }
-        });
+        let renewal = db::keep_renewed(&store, &lease);
         let run = lease.run.clone();
         // The engine (and its channel) is dropped when the work ends. With
         // MCP servers running, Ctrl-C stops them before the process exits
