@@ -322,6 +322,46 @@ fn script() -> Value {
     ])
 }
 
+/// The first N such that a run of the test's script aborted after its
+/// N-th committed write ends with `step_started`: where a crash cuts a step
+/// in flight. Found by trying each N on a scratch database of its own, so
+/// the test does not depend on how the engine groups its commits.
+fn writes_to_a_step_start(env: &Env) -> usize {
+    for n in 1..=40 {
+        let db = env.dir.path().join(format!("probe-{n}.db"));
+        let out = Stepwise::new()
+            .current_dir(env.dir.path())
+            .db(&db)
+            .env("STEPWISE_FAILPOINT", format!("abort-after-writes={n}"))
+            .args(["run", "What is our latency budget?", "--notes"])
+            .args([notes().to_str().unwrap(), "--model", "script:script.json"])
+            .args(["--run-id", "run_probe", "--quiet"])
+            .run();
+        assert_ne!(
+            out.code, 0,
+            "write {n} is past the run's end: {}",
+            out.stderr
+        );
+        let shown = Stepwise::new()
+            .current_dir(env.dir.path())
+            .db(&db)
+            .args(["show", "run_probe", "--json"])
+            .run();
+        if shown.code != 0 {
+            continue; // aborted before the run's first event
+        }
+        let shown = shown.json();
+        let last = shown["execution_history"]
+            .as_array()
+            .and_then(|h| h.last())
+            .cloned();
+        if last.is_some_and(|e| e["kind"] == "step_started") {
+            return n;
+        }
+    }
+    panic!("no write of the first 40 leaves a step started and unfinished");
+}
+
 struct Env {
     dir: Scratch,
 }
@@ -550,11 +590,12 @@ fn phoenix_receives_the_span_tree_with_genai_attributes_and_the_runs_tokens() {
     // A crash mid-step (the process aborts after writing `step_started`),
     // then a resume: one trace whose root the resuming process sends, the
     // cut attempt as an error, the retry under the same wave, no orphan.
+    let failpoint = format!("abort-after-writes={}", writes_to_a_step_start(&env));
     let crash = Stepwise::new()
         .current_dir(env.dir.path())
         .db(&env.dir.db())
         .env("OTEL_EXPORTER_OTLP_ENDPOINT", phoenix.endpoint())
-        .env("STEPWISE_FAILPOINT", "abort-after-writes=8")
+        .env("STEPWISE_FAILPOINT", &failpoint)
         .args([
             "run",
             "What is our latency budget?",

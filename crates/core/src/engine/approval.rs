@@ -7,6 +7,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use super::effect::AfterAsk;
 use super::{NodeResult, Run};
 use crate::event::EventKind;
 use crate::graph::Node;
@@ -169,51 +170,66 @@ fn answered(asked: Asked<'_>, decision: ApprovalDecision) -> (Vec<EventKind>, Ga
     (record, gate)
 }
 
+/// A side-effect step that needs an approval of its resolved arguments.
+pub(super) struct Needed {
+    pub(super) description: String,
+    pub(super) spec: ToolSpec,
+    pub(super) args: Value,
+    pub(super) hash: String,
+}
+
 impl Run<'_> {
-    /// Checks, and if needed asks for, the approval of a side-effect step.
-    pub(super) async fn approval_gate(&mut self, id: &StepId) -> Result<Gate, super::EngineError> {
-        let Some(step) = self.state.index.find(&self.state.plan, id) else {
-            return Ok(Gate::Open);
-        };
-        let Some(tool) = self.engine.tools.get(&step.tool) else {
-            return Ok(Gate::Open); // dispatch reports the unknown tool
-        };
-        let spec = tool.spec();
+    /// Whether a step needs an approval before it runs, and of what: not a
+    /// read-only step, nor one approved for exactly these arguments. (An
+    /// unknown tool or a bad reference is dispatch's to report.)
+    pub(super) fn needs_approval(&self, id: &StepId) -> Option<Needed> {
+        let step = self.state.index.find(&self.state.plan, id)?;
+        let spec = self.engine.tools.get(&step.tool)?.spec();
         if !spec.side_effect {
-            return Ok(Gate::Open);
+            return None;
         }
-        let step = step.clone();
-        let Ok(args) =
-            resolve_value_in(&Value::Object(step.args.clone()), &self.state.step_results)
-        else {
-            return Ok(Gate::Open); // dispatch reports the bad reference
-        };
+        let args =
+            resolve_value_in(&Value::Object(step.args.clone()), &self.state.step_results).ok()?;
         let hash = args_hash(&step.tool, &args);
         if self.state.approvals.get(id) == Some(&hash) {
-            return Ok(Gate::Open);
+            return None;
         }
-        // Whoever decides may be slow (a person): nothing noted waits on them.
-        self.flush().await?;
-        let request = ApprovalRequest {
-            run_id: &self.state.run_id,
-            step: id,
-            description: &step.description,
-            tool: spec,
-            args: &args,
-            args_hash: &hash,
-        };
-        let decision = self.engine.approver.decide(request).await;
+        Some(Needed {
+            description: step.description.clone(),
+            spec: spec.clone(),
+            args,
+            hash,
+        })
+    }
+
+    /// Whether a step's tool has side effects.
+    pub(super) fn has_side_effect(&self, id: &StepId) -> bool {
+        self.state
+            .plan
+            .step(id)
+            .and_then(|s| self.engine.tools.get(&s.tool))
+            .is_some_and(|t| t.spec().side_effect)
+    }
+
+    /// Notes an approver's answer about a step (see [`answered`]); a
+    /// deferral leaves the step waiting for a person.
+    pub(super) fn approval_answered(
+        &mut self,
+        id: &StepId,
+        needed: &Needed,
+        decision: ApprovalDecision,
+    ) -> Result<Gate, super::EngineError> {
         let asked = Asked {
             step: id,
-            tool: &step.tool,
-            args: &args,
-            args_hash: &hash,
-            destructive: spec.destructive,
-            on_record: self.state.pending_approvals.get(id) == Some(&hash),
+            tool: &needed.spec.name,
+            args: &needed.args,
+            args_hash: &needed.hash,
+            destructive: needed.spec.destructive,
+            on_record: self.state.pending_approvals.get(id) == Some(&needed.hash),
         };
         let (record, gate) = answered(asked, decision);
         for kind in record {
-            self.record(kind).await?;
+            self.note(kind)?;
         }
         if matches!(gate, Gate::Wait) {
             self.awaiting.push(id.clone());
@@ -221,46 +237,36 @@ impl Run<'_> {
         Ok(gate)
     }
 
-    /// await_approval: pause the run until a person acts.
-    pub(super) async fn await_approval(&mut self) -> NodeResult {
-        let plan_version = self.state.pending_review;
-        let steps = std::mem::take(&mut self.awaiting);
-        self.record(EventKind::AwaitingApproval {
-            steps,
-            plan_version,
-        })
-        .await?;
-        debug_assert_eq!(self.state.status, RunStatus::AwaitingApproval);
-        Ok(Node::End.into())
+    /// Where the run goes once the approver answered about `id`.
+    pub(super) fn after_ask(&mut self, id: StepId, gate: Gate, after: AfterAsk) -> NodeResult {
+        match after {
+            // A refusal, noted, is the decision held: dispatch stops.
+            AfterAsk::Select if gate == Gate::Denied => self.dispatched(),
+            // Dispatch goes on: an approved step is now open, a deferred
+            // one waits.
+            AfterAsk::Select => self.select_next_step(),
+            // Refused, the actor's call is dispatched anyway and fails for
+            // want of an approval: the actor sees why.
+            AfterAsk::Act if gate == Gate::Wait => Ok(Node::AwaitApproval.into()),
+            AfterAsk::Act => self.start_call(id),
+            AfterAsk::Recover if gate == Gate::Wait => Ok(Node::AwaitApproval.into()),
+            AfterAsk::Recover => {
+                self.retry_now(&id, 1);
+                self.recover_react()
+            }
+        }
     }
 
-    /// Records a side-effect call's outcome against its idempotency key.
-    pub(super) async fn complete_side_effect(
-        &mut self,
-        id: &StepId,
-        output: &Value,
-    ) -> Result<(), super::EngineError> {
-        let Some(log) = &self.engine.idempotency else {
-            return Ok(());
-        };
-        let Some(step) = self.state.plan.step(id) else {
-            return Ok(());
-        };
-        if !self
-            .engine
-            .tools
-            .get(&step.tool)
-            .is_some_and(|t| t.spec().side_effect)
-        {
-            return Ok(());
-        }
-        let key = crate::tool::idempotency_key(&self.state.run_id, id);
-        log.complete(&key, output).await.map_err(|e| {
-            super::EngineError::Sink(crate::event::SinkError {
-                seq: self.state.last_seq(),
-                message: e.to_string(),
-            })
-        })
+    /// await_approval: pause the run until a person acts.
+    pub(super) fn await_approval(&mut self) -> NodeResult {
+        let plan_version = self.state.pending_review;
+        let steps = std::mem::take(&mut self.awaiting);
+        self.note(EventKind::AwaitingApproval {
+            steps,
+            plan_version,
+        })?;
+        debug_assert_eq!(self.state.status, RunStatus::AwaitingApproval);
+        Ok(Node::End.into())
     }
 }
 

@@ -1,9 +1,11 @@
 //! Dispatch: select_next_step starts every ready step (bounded by the
-//! concurrency limit) and execute_step waits for the next one to finish,
-//! retrying transient failures with backoff.
+//! concurrency limit) and execute_step takes the next one to finish,
+//! retrying transient failures with backoff. The starting and the waiting
+//! are the driver's (`engine/driver/tools.rs`); what they lead to is here.
 
-use super::approval::{Gate, args_hash};
-use crate::event::{EventKind, SinkError};
+use super::approval::args_hash;
+use super::effect::{AfterAsk, Completion, CompletionKind, Effect, Then};
+use crate::event::EventKind;
 use crate::failure::{FailureClass, FailureKind, StepFailure};
 use crate::graph::Node;
 use crate::ids::StepId;
@@ -12,59 +14,17 @@ use crate::plan::args::resolve_value_in;
 use crate::roles::{DependencyOutput, Reply, StepContext, StepOutcome};
 use crate::scheduler::check_precondition_in;
 use crate::state::StepResult;
-use crate::store::IdempotencyRecord;
 use crate::tool::ToolContext;
 use serde_json::Value;
 use std::sync::Arc;
-use std::time::Duration;
 
-use super::{EngineError, NodeResult, Review, Run, decide};
-
-/// One step attempt's outcome, or the end of a backoff.
-pub(super) struct Completion {
-    pub(super) step: StepId,
-    pub(super) attempt: u32,
-    pub(super) kind: CompletionKind,
-}
-
-pub(super) enum CompletionKind {
-    Attempt {
-        result: Result<Reply<Value>, StepFailure>,
-        duration_ms: u64,
-    },
-    BackoffElapsed,
-}
-
-/// A step attempt's call with a panic in the executor or the tool turned
-/// into a persistent failure of the attempt: the step fails with an event
-/// and the run goes on, and the task always returns the step it ran (so the
-/// run needs no map from task to step).
-async fn caught(
-    call: impl Future<Output = Result<Reply<Value>, StepFailure>>,
-) -> Result<Reply<Value>, StepFailure> {
-    use futures::FutureExt as _;
-    std::panic::AssertUnwindSafe(call)
-        .catch_unwind()
-        .await
-        .unwrap_or_else(|panic| {
-            let what = panic
-                .downcast_ref::<&str>()
-                .map(|s| (*s).to_owned())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "no message".to_owned());
-            Err(StepFailure::new(
-                FailureClass::Persistent,
-                FailureKind::Executor,
-                format!("the step's call panicked: {what}"),
-            ))
-        })
-}
+use super::{EngineError, Halt, Review, Run, decide};
 
 /// A step attempt ready to spawn.
 pub(super) struct Prepared {
-    context: StepContext,
-    tool: Arc<dyn crate::tool::DynTool>,
-    timeout_ms: Option<u64>,
+    pub(super) context: StepContext,
+    pub(super) tool: Arc<dyn crate::tool::DynTool>,
+    pub(super) timeout_ms: Option<u64>,
 }
 
 impl Run<'_> {
@@ -72,12 +32,14 @@ impl Run<'_> {
         !self.in_flight.is_empty() || !self.immediate.is_empty() || !self.recovered.is_empty()
     }
 
-    pub(super) async fn select_next_step(&mut self) -> NodeResult {
+    /// select_next_step: notes the start of every ready step the
+    /// concurrency limit allows and hands the wave to the driver. A step
+    /// that needs an approval first sends the run to the approver (the wave
+    /// before it starts first), and dispatch comes back here after.
+    pub(super) fn select_next_step(&mut self) -> Result<Effect, Halt> {
         // A decision held (by the fold) stops dispatch, and so does the
-        // token budget, recorded as a stop the first time it is found spent.
-        if self.state.cursor.held().is_none() && !self.budget_spent().await? {
-            // The ready wave's starts are noted in one pass and committed
-            // together by the first spawn, then every call is spawned.
+        // token budget, noted as a stop the first time it is found spent.
+        if self.state.cursor.held().is_none() && !self.budget_spent()? {
             let mut wave = Vec::new();
             for id in self.state.index.ready(&self.state.plan) {
                 if self.in_flight.len() + self.immediate.len() + wave.len() >= self.concurrency() {
@@ -86,11 +48,11 @@ impl Run<'_> {
                 if self.awaiting.contains(&id) {
                     continue;
                 }
-                match self.approval_gate(&id).await? {
-                    Gate::Open => {}
-                    Gate::Wait => continue,
-                    // The refusal, recorded, is the decision held.
-                    Gate::Denied => break,
+                if self.needs_approval(&id).is_some() {
+                    if wave.is_empty() {
+                        return Ok(Effect::Ask(id, AfterAsk::Select));
+                    }
+                    return Ok(self.start_wave(wave, Then::Select));
                 }
                 let attempt = self
                     .state
@@ -103,11 +65,26 @@ impl Run<'_> {
                 })?;
                 wave.push((id, attempt));
             }
-            let alone = wave.len() == 1 && !self.busy();
-            for (id, attempt) in wave {
-                self.start_attempt(&id, attempt, alone).await?;
+            if !wave.is_empty() {
+                return Ok(self.start_wave(wave, Then::Dispatched));
             }
         }
+        self.dispatched()
+    }
+
+    /// The driver's order to start a wave whose starts are noted: committed
+    /// together by the first call's start.
+    fn start_wave(&self, attempts: Vec<(StepId, u32)>, then: Then) -> Effect {
+        let alone = attempts.len() == 1 && !self.busy();
+        Effect::Start {
+            attempts,
+            alone,
+            then,
+        }
+    }
+
+    /// Where the graph goes once select_next_step started what it could.
+    pub(super) fn dispatched(&self) -> Result<Effect, Halt> {
         let held = decide::held(&self.state);
         let next = decide::after_dispatch(decide::Dispatched {
             busy: self.busy(),
@@ -119,115 +96,19 @@ impl Run<'_> {
         .map_err(EngineError::Invariant)?;
         // A held refusal is acted on now.
         Ok(match (next, held) {
-            (Node::MarkNeedsReview, Some((_, reason))) => Review::because(reason),
+            (Node::MarkNeedsReview, Some((_, reason))) => Review::because(reason).into(),
             (next, _) => next.into(),
         })
     }
 
-    /// Checks preconditions, resolves arguments and spawns one attempt. A
-    /// problem found here is a typed failure of the attempt, not a crash.
-    /// The attempt's `step_started` is committed before the call is made.
-    ///
-    /// An attempt started `alone` (nothing else in flight or starting, so
-    /// there is nothing for it to run beside) is first polled in the run's
-    /// own task, and needs no task if that finishes it: a step whose tool
-    /// answers at once costs no spawn and no wake of another worker.
-    pub(super) async fn start_attempt(
-        &mut self,
-        id: &StepId,
-        attempt: u32,
-        alone: bool,
-    ) -> Result<(), EngineError> {
-        let step = self
-            .state
-            .index
-            .find(&self.state.plan, id)
-            .ok_or_else(|| EngineError::Invariant(format!("dispatch of unknown step {id}")))?;
-        match self.prepare_context(step) {
-            Err(failure) => {
-                self.immediate.push_back(Completion {
-                    step: id.clone(),
-                    attempt,
-                    kind: CompletionKind::Attempt {
-                        result: Err(failure),
-                        duration_ms: 0,
-                    },
-                });
-            }
-            Ok(Prepared {
-                context,
-                tool,
-                timeout_ms,
-            }) => {
-                self.flush().await?;
-                if tool.spec().side_effect
-                    && let Some(log) = &self.engine.idempotency
-                {
-                    // Durable before the call: a crash from here on leaves a
-                    // record that says the call may have happened.
-                    let record = IdempotencyRecord {
-                        key: context.tool_context.idempotency_key.clone(),
-                        run: self.state.run_id.clone(),
-                        step: id.clone(),
-                        args_hash: args_hash(&context.step.tool, &context.args),
-                        outcome: None,
-                    };
-                    log.begin(&record).await.map_err(|e| {
-                        EngineError::Sink(SinkError {
-                            seq: self.state.last_seq(),
-                            message: e.to_string(),
-                        })
-                    })?;
-                }
-                let executor = Arc::clone(&self.engine.roles.executor);
-                let step_id = id.clone();
-                // Boxed into the task and out again when the call starts: a
-                // task keeps its captures for its whole life, and a box is a
-                // pointer where the context is a few hundred bytes.
-                let context = Box::new(context);
-                let mut call: std::pin::Pin<Box<dyn Future<Output = Completion> + Send>> =
-                    Box::pin(async move {
-                        let started = tokio::time::Instant::now();
-                        // The call made inside `caught` too: a panic while the
-                        // executor sets the call up is the attempt's failure.
-                        let call = caught(async move { executor.execute(*context, tool).await });
-                        let result = match timeout_ms {
-                            Some(ms) => tokio::time::timeout(Duration::from_millis(ms), call)
-                                .await
-                                .unwrap_or_else(|_| {
-                                    Err(StepFailure::new(
-                                        FailureClass::Transient,
-                                        FailureKind::Timeout,
-                                        format!("no answer within {ms} ms"),
-                                    ))
-                                }),
-                            None => call.await,
-                        };
-                        let duration_ms =
-                            u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-                        Completion {
-                            step: step_id,
-                            attempt,
-                            kind: CompletionKind::Attempt {
-                                result,
-                                duration_ms,
-                            },
-                        }
-                    });
-                if alone {
-                    // Polled with a waker that does nothing: if the call is
-                    // not finished, the task it moves into polls it again
-                    // at once, with its own waker.
-                    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-                    if let std::task::Poll::Ready(done) = call.as_mut().poll(&mut cx) {
-                        self.immediate.push_back(done);
-                        return Ok(());
-                    }
-                }
-                self.in_flight.spawn(call);
-            }
+    /// Where the run goes once the driver started a wave.
+    pub(super) fn then(&mut self, then: Then) -> Result<Effect, Halt> {
+        match then {
+            Then::Wait => Ok(Effect::Wait),
+            Then::Select => self.select_next_step(),
+            Then::Dispatched => self.dispatched(),
+            Then::Execute => Ok(Node::ExecuteStep.into()),
         }
-        Ok(())
     }
 
     pub(super) fn prepare_context(&self, step: &Step) -> Result<Prepared, StepFailure> {
@@ -301,52 +182,23 @@ impl Run<'_> {
         })
     }
 
-    pub(super) async fn next_completion(&mut self) -> Result<Completion, EngineError> {
-        if let Some(c) = self.immediate.pop_front() {
-            return Ok(c);
-        }
-        // Completions already in hand are handled in this pass; only before
-        // waiting for the next one is what they noted committed. (So this is
-        // not cancel-safe while events are unsent: a caller that selects on
-        // it flushes first, as stream_plan does.)
-        let joined = match self.in_flight.try_join_next() {
-            Some(joined) => Some(joined),
-            None => {
-                self.flush().await?;
-                self.in_flight.join_next().await
-            }
-        };
-        match joined {
-            None => Err(EngineError::Invariant(
-                "execute_step with nothing in flight".to_owned(),
-            )),
-            Some(Ok(completion)) => Ok(completion),
-            // A step's panic is caught in its task (see `caught`), and the
-            // engine aborts tasks only when the run has ended.
-            Some(Err(join_error)) => Err(EngineError::Invariant(format!(
-                "a step's task ended without its outcome: {join_error}"
-            ))),
-        }
-    }
-
-    /// Records a successful attempt: the executor's model calls, the side
-    /// effect's outcome, then `step_succeeded`.
-    pub(super) async fn succeeded(
+    /// Notes a successful attempt: the executor's model calls, then
+    /// `step_succeeded` (its side effect's outcome is in the idempotency
+    /// log already: the driver put it there).
+    pub(super) fn succeeded(
         &mut self,
         step: &StepId,
         attempt: u32,
         reply: Reply<Value>,
         duration_ms: u64,
     ) -> Result<StepOutcome, EngineError> {
-        self.record_calls(crate::roles::RoleName::StepExecutor, reply.exchanges)
-            .await?;
+        self.record_calls(crate::roles::RoleName::StepExecutor, reply.exchanges)?;
         let result = StepResult {
             output: reply.value,
             attempts: attempt,
             duration_ms,
         };
-        self.complete_side_effect(step, &result.output).await?;
-        // Committed with its assessment, or before anything waits (see `Run::flush`).
+        // Committed with its assessment, or before anything waits (see the driver).
         self.note(EventKind::StepSucceeded {
             step: step.clone(),
             result: result.clone(),
@@ -355,84 +207,87 @@ impl Run<'_> {
         Ok(StepOutcome::Succeeded(result))
     }
 
-    /// Waits for the next completion and records it. The rarer branches'
-    /// futures are boxed, so what a run holds while it waits for a tool is
-    /// the wait alone (see [`Run::step`]).
-    pub(super) async fn execute_step(&mut self) -> NodeResult {
+    /// execute_step: an outcome recovered by a resume first, else the
+    /// driver waits for the next completion (see [`executed`](Self::executed)).
+    pub(super) fn execute_step(&mut self) -> Result<Effect, Halt> {
         if let Some(outcome) = self.recovered.pop_front() {
             // Recorded before a crash but never assessed.
             self.last = Some(outcome);
             return Ok(self.after_execute().into());
         }
-        loop {
-            let Completion {
-                step,
-                attempt,
-                kind,
-            } = self.next_completion().await?;
-            match kind {
-                CompletionKind::BackoffElapsed => {
-                    self.note(EventKind::StepStarted {
-                        step: step.clone(),
-                        attempt,
-                    })?;
-                    let alone = !self.busy();
-                    Box::pin(self.start_attempt(&step, attempt, alone)).await?;
-                }
-                CompletionKind::Attempt {
-                    result: Ok(reply),
-                    duration_ms,
-                } => {
-                    let outcome =
-                        Box::pin(self.succeeded(&step, attempt, reply, duration_ms)).await?;
-                    self.last = Some((step, outcome));
-                    return Ok(self.after_execute().into());
-                }
-                CompletionKind::Attempt {
-                    result: Err(mut failure),
-                    ..
-                } => {
-                    // The executor's model calls on this attempt, recorded
-                    // before the failure (its `usage` counts them).
-                    let calls = std::mem::take(&mut failure.exchanges);
-                    Box::pin(self.record_calls(crate::roles::RoleName::StepExecutor, calls))
-                        .await?;
-                    self.note(EventKind::StepFailed {
-                        step: step.clone(),
-                        attempt,
-                        failure: failure.clone(),
-                    })?;
-                    let next = decide::after_failure(
-                        &self.engine.config.retry,
-                        attempt,
-                        &failure,
-                        fastrand::f64(),
-                    );
-                    if let decide::AfterFailure::Retry { delay_ms } = next {
+        Ok(Effect::Wait)
+    }
+
+    /// Notes what a completion says: a backoff's end starts the next
+    /// attempt, a success or a final failure goes on to be judged, a
+    /// transient failure sleeps its backoff.
+    pub(super) fn executed(&mut self, completion: Completion) -> Result<Effect, Halt> {
+        let Completion {
+            step,
+            attempt,
+            kind,
+        } = completion;
+        match kind {
+            CompletionKind::BackoffElapsed => {
+                self.note(EventKind::StepStarted {
+                    step: step.clone(),
+                    attempt,
+                })?;
+                let alone = !self.busy();
+                Ok(Effect::Start {
+                    attempts: vec![(step, attempt)],
+                    alone,
+                    then: Then::Wait,
+                })
+            }
+            CompletionKind::Attempt {
+                result: Ok(reply),
+                duration_ms,
+            } => {
+                let outcome = self.succeeded(&step, attempt, reply, duration_ms)?;
+                self.last = Some((step, outcome));
+                Ok(self.after_execute().into())
+            }
+            CompletionKind::Attempt {
+                result: Err(mut failure),
+                ..
+            } => {
+                // The executor's model calls on this attempt, noted before
+                // the failure (its `usage` counts them).
+                let calls = std::mem::take(&mut failure.exchanges);
+                self.record_calls(crate::roles::RoleName::StepExecutor, calls)?;
+                self.note(EventKind::StepFailed {
+                    step: step.clone(),
+                    attempt,
+                    failure: failure.clone(),
+                })?;
+                let next = decide::after_failure(
+                    &self.engine.config.retry,
+                    attempt,
+                    &failure,
+                    fastrand::f64(),
+                );
+                match next {
+                    decide::AfterFailure::Retry { delay_ms } => {
                         self.note(EventKind::StepRetrying {
                             step: step.clone(),
                             next_attempt: attempt + 1,
                             delay_ms,
                         })?;
-                        self.in_flight.spawn(async move {
-                            tokio::time::sleep(Duration::from_millis(delay_ms)).await;
-                            Completion {
-                                step,
-                                attempt: attempt + 1,
-                                kind: CompletionKind::BackoffElapsed,
-                            }
-                        });
-                        continue;
+                        Ok(Effect::Backoff {
+                            step,
+                            attempt: attempt + 1,
+                            delay_ms,
+                        })
                     }
-                    let decide::AfterFailure::Terminate(reason) = next else {
-                        return Err(EngineError::Invariant("a retry not taken".to_owned()).into());
-                    };
-                    self.note(EventKind::StepTerminated {
-                        step: step.clone(),
-                        reason,
-                    })?;
-                    self.last = Some((step, StepOutcome::Failed(failure)));
-                    return Ok(self.after_execute().into());
+                    decide::AfterFailure::Terminate(reason) => {
+                        self.note(EventKind::StepTerminated {
+                            step: step.clone(),
+                            reason,
+                        })?;
+                        self.last = Some((step, StepOutcome::Failed(failure)));
+                        Ok(self.after_execute().into())
+                    }
                 }
             }
         }

@@ -1,6 +1,8 @@
-//! The driver: walks seed 001's planning graph for one run. It is the single
-//! writer of the run's events; every event is applied to the state and
-//! handed to the sinks before the engine acts on it.
+//! The engine: walks seed 001's planning graph for one run. It is the
+//! single writer of the run's events; every event is applied to the state
+//! and handed to the sinks before anything outside the run acts on it.
+//! Nodes are plain functions that return an effect; the driver
+//! (`driver/`) performs it and is the only code that awaits.
 //!
 //! Steps run concurrently: `select_next_step` dispatches every ready step (up
 //! to `concurrency`), `execute_step` waits for the next outcome (retrying
@@ -17,7 +19,7 @@ use tokio::task::JoinSet;
 
 use crate::event::{Event, EventKind, EventSink, SinkError};
 use crate::goal::{Constraints, Goal};
-use crate::graph::{Node, is_edge};
+use crate::graph::Node;
 use crate::ids::{RunId, StepId};
 use crate::plan::DraftPlan;
 use crate::plan::validate::Limits;
@@ -268,7 +270,7 @@ impl Engine {
         async move {
             noted?;
             run.flush().await?;
-            run.drive(Node::PrepareInput).await?;
+            run.drive(None, Node::PrepareInput).await?;
             Ok(run.state)
         }
     }
@@ -312,7 +314,7 @@ impl Engine {
         if !self.config.keep_history {
             run.state.forget_history();
         }
-        run.drive(Node::PrepareInput).await?;
+        run.drive(None, Node::PrepareInput).await?;
         Ok(run.state)
     }
 }
@@ -367,63 +369,32 @@ impl From<EngineError> for Halt {
     }
 }
 
-/// A node's move: where the graph goes next, with what the node there
-/// needs; or why it stops.
-type NodeResult = Result<Next, Halt>;
-
-impl Run<'_> {
-    /// Walks the graph from `node` to END. Every move must be an edge of
-    /// the graph; a role error ends the run as `failed` with an event.
-    ///
-    /// It borrows the run rather than taking it, so that the caller's future
-    /// holds the run once, not once more inside this one's.
-    async fn drive(&mut self, next: impl Into<Next>) -> Result<(), EngineError> {
-        let mut next = next.into();
-        while next.node() != Node::End {
-            let node = next.node();
-            next = match self.step(next).await {
-                Ok(next) => next,
-                Err(Halt::Engine(e)) => return Err(e),
-                Err(Halt::Role(error)) => {
-                    Box::pin(self.fail(error)).await?;
-                    break;
-                }
-            };
-            if !is_edge(node, next.node()) {
-                return Err(EngineError::Invariant(format!(
-                    "the graph has no edge {node} -> {}",
-                    next.node()
-                )));
-            }
-        }
-        // Model calls whose answer nothing acted on (a run paused or ended
-        // right after them) are still on record.
-        self.flush().await
-    }
-}
+/// A node's move: the effect the driver performs next (most often a move
+/// to the next node, with what the node there needs); or why it stops.
+type NodeResult = Result<Effect, Halt>;
 
 impl Run<'_> {
     /// Ends the run `failed` on a role's error. The failed role's model
     /// calls are on record; their cost counts.
-    async fn fail(&mut self, error: RoleError) -> Result<(), EngineError> {
+    fn fail(&mut self, error: RoleError) -> Result<(), EngineError> {
         self.in_flight.abort_all();
-        self.record(EventKind::RunFailed {
+        self.note(EventKind::RunFailed {
             error: error.to_string(),
             usage: error.usage(),
         })
-        .await
     }
 
-    /// Records a pure decision's events, in order, and goes where it says.
-    async fn perform(&mut self, command: Command) -> NodeResult {
+    /// Notes a pure decision's events, in order, and goes where it says.
+    fn perform(&mut self, command: Command) -> NodeResult {
         for kind in command.record {
-            self.record(kind).await?;
+            self.note(kind)?;
         }
-        Ok(command.then)
+        Ok(command.then.into())
     }
 
-    /// Records the model calls behind a role's answer before acting on it.
-    async fn record_calls(
+    /// Notes the model calls behind a role's answer before acting on it:
+    /// they go to the sinks with the event that acts on it.
+    fn record_calls(
         &mut self,
         role: crate::roles::RoleName,
         exchanges: Vec<crate::model::ModelExchange>,
@@ -437,17 +408,16 @@ impl Run<'_> {
             .and_then(|v| v.as_str().map(str::to_owned))
             .unwrap_or_else(|| role.to_string());
         for exchange in exchanges {
-            self.record(EventKind::ModelCalled {
+            self.note(EventKind::ModelCalled {
                 role: role.clone(),
                 exchange: Box::new(exchange),
-            })
-            .await?;
+            })?;
         }
         Ok(())
     }
 
     /// Unwraps a role's answer, recording its model calls either way.
-    async fn answer<T>(
+    fn answer<T>(
         &mut self,
         role: crate::roles::RoleName,
         outcome: Result<Reply<T>, RoleError>,
@@ -455,12 +425,12 @@ impl Run<'_> {
         match outcome {
             Ok(mut reply) => {
                 let calls = std::mem::take(&mut reply.exchanges);
-                self.record_calls(role, calls).await?;
+                self.record_calls(role, calls)?;
                 Ok(reply)
             }
             Err(mut e) => {
                 let calls = e.take_exchanges();
-                self.record_calls(role, calls).await?;
+                self.record_calls(role, calls)?;
                 Err(Halt::Role(e))
             }
         }
@@ -468,12 +438,12 @@ impl Run<'_> {
 
     /// A plan-producing role's draft. Malformed output is a plan problem:
     /// validation reports it and repair gets a chance.
-    async fn draft(
+    fn draft(
         &mut self,
         role: crate::roles::RoleName,
         outcome: Result<Reply<DraftPlan>, RoleError>,
     ) -> Result<(Value, crate::usage::Usage), Halt> {
-        match self.answer(role, outcome).await {
+        match self.answer(role, outcome) {
             Ok(reply) => Ok((reply.value.0, reply.usage)),
             // The unusable answers were paid for: their cost stays with the draft.
             Err(Halt::Role(RoleError::Malformed {
@@ -503,28 +473,8 @@ impl<'e> Run<'e> {
         }
     }
 
-    /// Applies an event to the state, then hands it, with every event noted
-    /// before it, to every sink. Model calls wait for the next flush (see
-    /// [`unsent`](Self::unsent)).
-    ///
-    /// The event is applied when this is called (every caller awaits the
-    /// result at once), so the future keeps no copy of it: every node's
-    /// future awaits this one, and a run's future is as large as its largest.
-    fn record(&mut self, kind: EventKind) -> impl Future<Output = Result<(), EngineError>> + '_ {
-        let waits = matches!(kind, EventKind::ModelCalled { .. });
-        let noted = self.note(kind);
-        async move {
-            noted?;
-            if waits {
-                return Ok(());
-            }
-            self.flush().await
-        }
-    }
-
-    /// Applies an event to the state and leaves it for the next
-    /// [`flush`](Self::flush): for events that nothing outside the run acts
-    /// on before the dispatch loop flushes (see there).
+    /// Applies an event to the state and leaves it for the driver's next
+    /// flush (see `driver/`'s commit rule).
     fn note(&mut self, kind: EventKind) -> Result<(), EngineError> {
         let event = Event {
             seq: self.state.last_seq() + 1,
@@ -538,50 +488,6 @@ impl<'e> Run<'e> {
             self.held.push(event);
         }
         self.unsent += 1;
-        Ok(())
-    }
-
-    /// Hands the events not yet sent to every sink, together: one
-    /// transaction in a durable sink (group commit).
-    ///
-    /// The rule: an event is flushed before anything outside the run acts on
-    /// it or waits on something slow while it is unsent. Outside the
-    /// dispatch loop every node flushes on entry ([`step`](Self::step)) and
-    /// nearly every event is recorded with a flush at once. In the loop
-    /// (select_next_step, execute_step, assess_progress) a step's
-    /// `step_started`, its outcome (`step_succeeded`, `step_failed`,
-    /// `step_retrying`, `step_terminated`) and its `assessed` are noted, and
-    /// the loop flushes:
-    /// - before it spawns a tool call ([`start_attempt`](Self::start_attempt)):
-    ///   a call's `step_started` is durable first, with the whole wave's;
-    /// - before it waits for a tool to finish, once the completions already
-    ///   in hand are handled ([`next_completion`](Self::next_completion));
-    /// - before it asks an assessor that is not
-    ///   [`local`](crate::roles::Assessor::is_local), or an approver;
-    /// - before the run returns or pauses ([`drive`](Self::drive)).
-    ///
-    /// So a tool's result waits uncommitted only while the engine computes,
-    /// never across a model call, an approval or another tool's latency.
-    async fn flush(&mut self) -> Result<(), EngineError> {
-        let unsent: &[Event] = if self.engine.config.keep_history {
-            let history = &self.state.execution_history;
-            let Some(from) = history.len().checked_sub(self.unsent) else {
-                return Err(EngineError::Invariant(
-                    "more unsent events than events".to_owned(),
-                ));
-            };
-            &history[from..]
-        } else {
-            &self.held
-        };
-        if !unsent.is_empty() {
-            for sink in &self.engine.sinks {
-                sink.record_all(&self.state.run_id, unsent).await?;
-            }
-        }
-        self.unsent = 0;
-        // Freed, not kept for the next batch: a run in flight keeps no events.
-        self.held = Vec::new();
         Ok(())
     }
 
@@ -604,46 +510,32 @@ impl<'e> Run<'e> {
         }
     }
 
-    /// Performs the node `next` goes to. Every node but the three of the
-    /// dispatch loop starts with what the loop noted on record (see
-    /// [`flush`](Self::flush)).
-    ///
-    /// Each node's future is boxed: a run's future then holds the run and a
-    /// pointer, not room for the largest node, and only the node a run
-    /// waits in (most often execute_step, for a tool) is allocated while it
-    /// waits. That is most of a run's memory in flight; the allocation is a
-    /// small cost beside a node's work.
-    async fn step(&mut self, next: Next) -> NodeResult {
-        if !matches!(
-            next,
-            Next::To(Node::SelectNextStep | Node::ExecuteStep | Node::AssessProgress)
-        ) {
-            self.flush().await?;
-        }
+    /// The node `next` goes to, performed up to its first effect.
+    fn enter(&mut self, next: Next) -> NodeResult {
         let node = match next {
             Next::To(node) => node,
-            Next::Replan(reason) => return Box::pin(self.replan(reason)).await,
-            Next::Review(review) => return Box::pin(self.mark_needs_review(*review)).await,
+            Next::Replan(reason) => return Ok(Effect::Call(RoleCall::Replan { reason })),
+            Next::Review(review) => return self.mark_needs_review(*review),
             Next::Answer(answer) => {
                 let (report, usage) = *answer;
-                return Box::pin(self.write_report(report, usage)).await;
+                return self.write_report(report, usage);
             }
         };
         match node {
-            Node::PrepareInput => Box::pin(self.prepare_input()).await,
-            Node::ChooseStrategy => Box::pin(self.choose_strategy()).await,
-            Node::CreatePlan => Box::pin(self.create_plan()).await,
-            Node::ValidatePlan => Box::pin(self.validate_plan()).await,
-            Node::RepairPlan => Box::pin(self.repair_plan()).await,
-            Node::ReviewPlan => Box::pin(self.review_plan()).await,
-            Node::SelectNextStep => Box::pin(self.select_next_step()).await,
-            Node::ExecuteStep => Box::pin(self.execute_step()).await,
-            Node::AssessProgress => Box::pin(self.assess_progress()).await,
-            Node::SynthesizeReport => Box::pin(self.synthesize_report()).await,
-            Node::MarkNeedsReview => Box::pin(self.mark_needs_review(Review::default())).await,
-            Node::AwaitApproval => Box::pin(self.await_approval()).await,
-            Node::Verify => Box::pin(self.verify()).await,
-            Node::Act => Box::pin(self.act()).await,
+            Node::PrepareInput => self.prepare_input(),
+            Node::ChooseStrategy => self.choose_strategy(),
+            Node::CreatePlan => self.create_plan(),
+            Node::ValidatePlan => self.validate_plan(),
+            Node::RepairPlan => self.repair_plan(),
+            Node::ReviewPlan => self.review_plan(),
+            Node::SelectNextStep => self.select_next_step(),
+            Node::ExecuteStep => self.execute_step(),
+            Node::AssessProgress => self.assess_progress(),
+            Node::SynthesizeReport => self.synthesize_report(),
+            Node::MarkNeedsReview => self.mark_needs_review(Review::default()),
+            Node::AwaitApproval => self.await_approval(),
+            Node::Verify => self.verify(),
+            Node::Act => self.act(),
             Node::Replan => {
                 Err(EngineError::Invariant("replan without a reason".to_owned()).into())
             }
@@ -656,6 +548,8 @@ mod approval;
 mod assess;
 mod decide;
 mod dispatch;
+mod driver;
+mod effect;
 mod evidence;
 mod plan;
 mod react;
@@ -665,7 +559,7 @@ mod strategy;
 mod stream;
 
 use decide::{Command, Next, Review};
-use dispatch::{Completion, CompletionKind};
+use effect::{Completion, Effect, RoleCall};
 
 pub use approval::{
     ApprovalDecision, ApprovalRequest, ApproveAll, Approver, DeferToPerson, args_hash,

@@ -1,38 +1,39 @@
 //! The plan family of nodes: prepare_input, create_plan, validate_plan,
-//! repair_plan, review_plan and replan.
+//! repair_plan, review_plan and replan. Each role's answer comes back to
+//! the node that asked (see `engine/effect.rs`).
 
 use crate::event::EventKind;
 use crate::goal::Goal;
 use crate::graph::Node;
+use crate::plan::DraftPlan;
 use crate::plan::validate::validate;
-use crate::roles::{PlanRequest, RepairRequest, ReplanRequest};
-use serde_json::Value;
+use crate::roles::{Reply, ReviewDecision, RoleError, RoleName};
 
+use super::effect::{Effect, RoleCall};
 use super::{EngineError, NodeResult, Run, decide};
 
 impl Run<'_> {
-    pub(super) async fn prepare_input(&mut self) -> NodeResult {
+    pub(super) fn prepare_input(&mut self) -> NodeResult {
         let input = Goal::prepare(&self.state.input, self.state.constraints.clone());
-        self.perform(decide::prepared(input)).await
+        self.perform(decide::prepared(input))
     }
 
-    pub(super) async fn create_plan(&mut self) -> NodeResult {
-        if self.streams_plan() {
-            return self.stream_plan().await;
-        }
-        let goal = self.goal()?;
-        let request = PlanRequest {
-            goal: &goal,
-            tools: &self.engine.specs,
-            max_steps: self.state.max_steps,
-        };
-        let outcome = self.engine.roles.planner.plan(request).await;
-        let (draft, usage) = self.draft(crate::roles::RoleName::Planner, outcome).await?;
-        self.record(EventKind::PlanCreated { draft, usage }).await?;
+    pub(super) fn create_plan(&mut self) -> NodeResult {
+        Ok(if self.streams_plan() {
+            Effect::Stream
+        } else {
+            Effect::Call(RoleCall::Plan)
+        })
+    }
+
+    /// The planner's draft, recorded for validation.
+    pub(super) fn planned(&mut self, outcome: Result<Reply<DraftPlan>, RoleError>) -> NodeResult {
+        let (draft, usage) = self.draft(RoleName::Planner, outcome)?;
+        self.note(EventKind::PlanCreated { draft, usage })?;
         Ok(Node::ValidatePlan.into())
     }
 
-    pub(super) async fn validate_plan(&mut self) -> NodeResult {
+    pub(super) fn validate_plan(&mut self) -> NodeResult {
         let draft =
             self.state.pending_draft.as_ref().ok_or_else(|| {
                 EngineError::Invariant("validate_plan without a draft".to_owned())
@@ -40,67 +41,57 @@ impl Run<'_> {
         let checked = validate(draft, self.limits());
         let command =
             decide::validated(&self.state, checked, self.engine.config.repair_first_draft);
-        self.perform(command).await
+        self.perform(command)
     }
 
-    pub(super) async fn repair_plan(&mut self) -> NodeResult {
+    pub(super) fn repair_plan(&mut self) -> NodeResult {
         let attempt = self.state.repair_count + 1;
-        let draft = self.state.pending_draft.clone().unwrap_or(Value::Null);
-        let goal = self.goal()?;
-        let request = RepairRequest {
-            goal: &goal,
-            draft: &draft,
-            diagnostics: &self.state.plan_errors,
-            tools: &self.engine.specs,
-            state: &self.state,
-            attempt,
-        };
-        let outcome = self.engine.roles.repairer.repair(request).await;
-        let (draft, usage) = self
-            .draft(crate::roles::RoleName::Repairer, outcome)
-            .await?;
-        self.record(EventKind::PlanRepaired {
+        Ok(Effect::Call(RoleCall::Repair { attempt }))
+    }
+
+    /// The repairer's draft, recorded for validation.
+    pub(super) fn repaired(
+        &mut self,
+        attempt: u32,
+        outcome: Result<Reply<DraftPlan>, RoleError>,
+    ) -> NodeResult {
+        let (draft, usage) = self.draft(RoleName::Repairer, outcome)?;
+        self.note(EventKind::PlanRepaired {
             attempt,
             draft,
             usage,
-        })
-        .await?;
+        })?;
         Ok(Node::ValidatePlan.into())
     }
 
-    pub(super) async fn review_plan(&mut self) -> NodeResult {
-        let goal = self.goal()?;
-        let outcome = self
-            .engine
-            .roles
-            .reviewer
-            .review(&goal, &self.state.plan)
-            .await;
-        let reply = self
-            .answer(crate::roles::RoleName::Reviewer, outcome)
-            .await?;
-        let command = decide::reviewed(self.state.plan.version, reply.value, reply.usage);
-        self.perform(command).await
+    pub(super) fn review_plan(&mut self) -> NodeResult {
+        Ok(Effect::Call(RoleCall::Review))
     }
 
-    pub(super) async fn replan(&mut self, reason: String) -> NodeResult {
-        let request = ReplanRequest {
-            state: &self.state,
-            reason: &reason,
-            tools: &self.engine.specs,
-        };
-        let outcome = self.engine.roles.replanner.replan(request).await;
-        let (draft, usage) = self
-            .draft(crate::roles::RoleName::Replanner, outcome)
-            .await?;
+    /// The reviewer's decision on the plan.
+    pub(super) fn plan_reviewed(
+        &mut self,
+        outcome: Result<Reply<ReviewDecision>, RoleError>,
+    ) -> NodeResult {
+        let reply = self.answer(RoleName::Reviewer, outcome)?;
+        let command = decide::reviewed(self.state.plan.version, reply.value, reply.usage);
+        self.perform(command)
+    }
+
+    /// The replanner's draft, recorded (with why it was asked) for validation.
+    pub(super) fn replanned(
+        &mut self,
+        reason: String,
+        outcome: Result<Reply<DraftPlan>, RoleError>,
+    ) -> NodeResult {
+        let (draft, usage) = self.draft(RoleName::Replanner, outcome)?;
         let replan_count = self.state.replan_count + 1;
-        self.record(EventKind::Replanned {
+        self.note(EventKind::Replanned {
             replan_count,
             reason,
             draft,
             usage,
-        })
-        .await?;
+        })?;
         Ok(Node::ValidatePlan.into())
     }
 }

@@ -3,23 +3,21 @@
 //! retries and checks as planned steps, until the actor answers, the
 //! tool-call cap is reached or the token budget is spent.
 
-use serde_json::Value;
-
 use crate::decision::Driver;
 use crate::event::EventKind;
 use crate::graph::Node;
 use crate::ids::StepId;
-use crate::retry::FailureClass;
-use crate::roles::ActRequest;
-use crate::roles::{RoleError, RoleName};
-use crate::strategy::react::{MAX_SUMMARY_CHARS, bounded, history};
+use crate::roles::{Action, Reply, RoleError, RoleName};
+use crate::strategy::react::{MAX_SUMMARY_CHARS, bounded};
 
-use super::approval::Gate;
+use super::effect::{AfterAsk, Effect, RoleCall, Then};
 use super::strategy::stop_for_review;
 use super::{EngineError, Halt, NodeResult, Run, decide};
 
 impl Run<'_> {
-    pub(super) async fn act(&mut self) -> NodeResult {
+    /// act: summaries first (react-isolated: every result the actor has
+    /// not seen summarized), then the budget, then the actor's next action.
+    pub(super) fn act(&mut self) -> NodeResult {
         let Driver::React {
             isolated,
             max_tool_calls,
@@ -31,107 +29,90 @@ impl Run<'_> {
         // The actor sees every call's outcome itself, not an assessment.
         self.last = None;
         if isolated {
-            // Every result without a summary yet (normally the last one; more
-            // after a crash between a result and its summary).
-            let unsummarized: Vec<(StepId, Value)> = self
-                .state
-                .plan
-                .steps
-                .iter()
-                .filter(|s| !self.state.step_summaries.contains_key(&s.id))
-                .filter_map(|s| {
-                    let result = self.state.step_results.get(&s.id)?;
-                    Some((s.id.clone(), result.output.clone()))
-                })
-                .collect();
-            for (step, output) in unsummarized {
-                self.summarize(&step, &output).await?;
+            // A result without a summary yet (normally the last one; more
+            // after a crash between a result and its summary): each comes
+            // back here once summarized.
+            let unsummarized = self.state.plan.steps.iter().find(|s| {
+                !self.state.step_summaries.contains_key(&s.id)
+                    && self.state.step_results.contains_key(&s.id)
+            });
+            if let Some(step) = unsummarized {
+                let step = step.id.clone();
+                return Ok(Effect::Call(RoleCall::Summarize { step }));
             }
         }
-        if self.budget_spent().await? {
+        if self.budget_spent()? {
             return Ok(Node::SynthesizeReport.into());
         }
-        let made = self.state.plan.steps.len();
         let cap = max_tool_calls.min(self.state.max_steps);
-        let Some(actor) = self.engine.roles.actor.clone() else {
-            return Err(RoleError::failed(
-                RoleName::Actor,
-                FailureClass::Persistent,
-                "the ReAct strategies need an actor role, and none is configured",
-            )
-            .into());
-        };
-        let turns = history(&self.state, isolated);
-        let goal = self.goal()?;
-        let request = ActRequest {
-            goal: &goal,
-            tools: &self.engine.specs,
-            history: &turns,
-            calls_left: cap.saturating_sub(made),
-            state: &self.state,
-        };
-        let outcome = actor.act(request).await;
-        let reply = match self.answer(RoleName::Actor, outcome).await {
+        Ok(Effect::Call(RoleCall::Act { cap, escalate }))
+    }
+
+    /// Whether the ReAct actor sees summaries instead of raw results.
+    pub(super) fn isolated(&self) -> bool {
+        matches!(self.driver(), Driver::React { isolated: true, .. })
+    }
+
+    /// The actor's action: an answer, the cap, an escalation, or a call
+    /// added as a step and started once its approval allows.
+    pub(super) fn acted(
+        &mut self,
+        outcome: Result<Reply<Action>, RoleError>,
+        cap: usize,
+        escalate: bool,
+    ) -> NodeResult {
+        let reply = match self.answer(RoleName::Actor, outcome) {
             Ok(reply) => reply,
             Err(Halt::Role(e @ RoleError::Malformed { .. })) => return Ok(stop_for_review(&e)),
             Err(e) => return Err(e),
         };
         match decide::after_action(&self.state, reply.value, reply.usage, cap, escalate) {
-            decide::AfterAction::Go(command) => self.perform(command).await,
-            decide::AfterAction::Escalate(detail, usage) => self.escalate(detail, usage).await,
+            decide::AfterAction::Go(command) => self.perform(command),
+            decide::AfterAction::Escalate(detail, usage) => self.escalate(detail, usage),
             decide::AfterAction::Call(step, usage) => {
                 let id = step.id.clone();
-                self.record(EventKind::StepAdded {
+                self.note(EventKind::StepAdded {
                     step,
                     usage,
                     streamed: false,
-                })
-                .await?;
+                })?;
                 // A side-effect call needs an approval of its exact arguments,
-                // as a planned step does. Refused, it is dispatched anyway and
-                // fails for want of one: the actor sees why.
-                if let Gate::Wait = self.approval_gate(&id).await? {
-                    return Ok(Node::AwaitApproval.into());
+                // as a planned step does.
+                if self.needs_approval(&id).is_some() {
+                    return Ok(Effect::Ask(id, AfterAsk::Act));
                 }
-                self.record(EventKind::StepStarted {
-                    step: id.clone(),
-                    attempt: 1,
-                })
-                .await?;
-                let alone = !self.busy();
-                self.start_attempt(&id, 1, alone).await?;
-                Ok(Node::ExecuteStep.into())
+                self.start_call(id)
             }
         }
     }
 
-    /// Records the summary the actor will see instead of the raw result.
-    async fn summarize(&mut self, step: &StepId, output: &Value) -> Result<(), Halt> {
-        let Some(summarizer) = self.engine.roles.summarizer.clone() else {
-            return Err(RoleError::failed(
-                RoleName::Summarizer,
-                FailureClass::Persistent,
-                "react-isolated needs a summarizer role, and none is configured",
-            )
-            .into());
-        };
-        let (thought, tool) = match self.state.plan.step(step) {
-            Some(s) => (s.description.clone(), s.tool.clone()),
-            None => {
-                return Err(
-                    EngineError::Invariant(format!("summary of unknown step {step}")).into(),
-                );
-            }
-        };
-        let goal = self.goal()?;
-        let outcome = summarizer.summarize(&goal, &thought, &tool, output).await;
-        let reply = self.answer(RoleName::Summarizer, outcome).await?;
-        self.record(EventKind::StepSummarized {
-            step: step.clone(),
+    /// Starts the actor's call: its first attempt, then execute_step.
+    pub(super) fn start_call(&mut self, id: StepId) -> NodeResult {
+        self.note(EventKind::StepStarted {
+            step: id.clone(),
+            attempt: 1,
+        })?;
+        let alone = !self.busy();
+        Ok(Effect::Start {
+            attempts: vec![(id, 1)],
+            alone,
+            then: Then::Execute,
+        })
+    }
+
+    /// Notes the summary the actor will see instead of the raw result,
+    /// then acts on.
+    pub(super) fn summarized(
+        &mut self,
+        step: StepId,
+        outcome: Result<Reply<String>, RoleError>,
+    ) -> NodeResult {
+        let reply = self.answer(RoleName::Summarizer, outcome)?;
+        self.note(EventKind::StepSummarized {
+            step,
             summary: bounded(&reply.value, MAX_SUMMARY_CHARS),
             usage: reply.usage,
-        })
-        .await?;
-        Ok(())
+        })?;
+        self.act()
     }
 }

@@ -1,56 +1,54 @@
 //! The end of a run: synthesize_report writes the brief and vets its
 //! evidence; mark_needs_review stops for a person with the partial brief.
 
+use super::effect::{Effect, RoleCall};
 use super::evidence::{coverage_gaps, vet_evidence};
-use crate::event::EventKind;
+use crate::event::{Brief, EventKind};
 use crate::graph::Node;
+use crate::roles::{Reply, Report, RoleError, RoleName};
 use crate::state::RunState;
+use crate::usage::Usage;
 
 use super::{EngineError, Halt, Next, NodeResult, Review, Run};
 
 impl Run<'_> {
-    pub(super) async fn synthesize_report(&mut self) -> NodeResult {
-        let outcome = self.engine.roles.synthesizer.synthesize(&self.state).await;
-        let reply = self
-            .answer(crate::roles::RoleName::Synthesizer, outcome)
-            .await?;
-        self.write_report(reply.value, reply.usage).await
+    pub(super) fn synthesize_report(&mut self) -> NodeResult {
+        Ok(Effect::Call(RoleCall::Synthesize))
     }
 
-    /// Records the report: evidence checked against step results, and every
+    /// The synthesizer's report, written (see [`write_report`](Self::write_report)).
+    pub(super) fn synthesized(&mut self, outcome: Result<Reply<Report>, RoleError>) -> NodeResult {
+        let reply = self.answer(RoleName::Synthesizer, outcome)?;
+        self.write_report(reply.value, reply.usage)
+    }
+
+    /// Notes the report: evidence checked against step results, and every
     /// open gap named. A report that cites no evidence (or, with questions
     /// open, only what side effects did) is not an answer: the run stops
     /// for review with it as the partial brief.
-    pub(super) async fn write_report(
-        &mut self,
-        report: crate::roles::Report,
-        usage: crate::usage::Usage,
-    ) -> NodeResult {
-        let brief = self.vet_report(report).await?;
+    pub(super) fn write_report(&mut self, report: Report, usage: Usage) -> NodeResult {
+        let brief = self.vet_report(report)?;
         if let Some(reason) = unanswered(&self.state, &brief) {
             return Ok(Next::Review(Box::new(Review {
                 reason,
                 partial: Some((brief, usage)),
                 ..Review::default()
-            })));
+            }))
+            .into());
         }
-        self.record(EventKind::Synthesized {
+        self.note(EventKind::Synthesized {
             report: brief.report,
             evidence: brief.evidence,
             rejected_evidence: brief.rejected_evidence,
             usage,
-        })
-        .await?;
+        })?;
         Ok(Node::End.into())
     }
 
-    /// Checks a report's evidence against the step results, records the
+    /// Checks a report's evidence against the step results, notes the
     /// gaps it names or leaves (required sections, dimensions), and makes
     /// its text name every open gap.
-    pub(super) async fn vet_report(
-        &mut self,
-        mut report: crate::roles::Report,
-    ) -> Result<crate::event::Brief, EngineError> {
+    fn vet_report(&mut self, mut report: Report) -> Result<Brief, EngineError> {
         let (evidence, rejected_evidence) = vet_evidence(&self.state, report.evidence);
         let mut uncovered: Vec<String> = Vec::new();
         for gap in std::mem::take(&mut report.gaps)
@@ -62,8 +60,7 @@ impl Run<'_> {
             }
         }
         if !uncovered.is_empty() {
-            self.record(EventKind::GapsNoted { gaps: uncovered })
-                .await?;
+            self.note(EventKind::GapsNoted { gaps: uncovered })?;
         }
         let missing: Vec<&String> = self
             .state
@@ -78,71 +75,87 @@ impl Run<'_> {
                 report.text.push_str(&format!("- {gap}\n"));
             }
         }
-        Ok(crate::event::Brief {
+        Ok(Brief {
             report: report.text,
             evidence,
             rejected_evidence,
         })
     }
 
-    /// The partial brief of a run stopping for review: the synthesizer over
-    /// what succeeded so far, vetted like a final report. `None` when no
-    /// step succeeded; a synthesizer that fails leaves a note in `reason`.
-    pub(super) async fn partial_brief(
-        &mut self,
-        reason: &mut String,
-        usage: &mut crate::usage::Usage,
-    ) -> Result<Option<crate::event::Brief>, EngineError> {
-        if self.state.step_results.is_empty() {
-            return Ok(None);
-        }
-        let outcome = self.engine.roles.synthesizer.synthesize(&self.state).await;
-        match self
-            .answer(crate::roles::RoleName::Synthesizer, outcome)
-            .await
-        {
-            Ok(reply) => {
-                *usage += reply.usage;
-                Ok(Some(self.vet_report(reply.value).await?))
-            }
-            Err(Halt::Role(e)) => {
-                *usage += e.usage();
-                reason.push_str(&format!(" (no partial brief: {e})"));
-                Ok(None)
-            }
-            Err(Halt::Engine(e)) => Err(e),
-        }
-    }
-
     /// mark_needs_review: stop for a person, with the partial brief (the
-    /// report that cited nothing, or one written over what succeeded).
-    pub(super) async fn mark_needs_review(&mut self, review: Review) -> NodeResult {
+    /// report that cited nothing, or one the synthesizer writes over what
+    /// succeeded; none when no step succeeded).
+    pub(super) fn mark_needs_review(&mut self, review: Review) -> NodeResult {
+        if review.partial.is_none() && !self.state.step_results.is_empty() {
+            return Ok(Effect::Call(RoleCall::Partial {
+                review: Box::new(review),
+            }));
+        }
         let Review {
             reason,
             mut usage,
             ask_again,
             partial,
         } = review;
-        let mut reason = if reason.is_empty() {
-            "the run cannot continue safely".to_owned()
-        } else {
-            reason
-        };
-        let brief = match partial {
-            Some((brief, cost)) => {
-                usage += cost;
-                Some(brief)
+        let brief = partial.map(|(brief, cost)| {
+            usage += cost;
+            brief
+        });
+        self.stop_for_review(reason, usage, ask_again, brief)
+    }
+
+    /// The partial brief the synthesizer wrote, vetted like a final report;
+    /// a synthesizer that fails leaves a note in the reason instead.
+    pub(super) fn partial_written(
+        &mut self,
+        review: Review,
+        outcome: Result<Reply<Report>, RoleError>,
+    ) -> NodeResult {
+        let Review {
+            mut reason,
+            mut usage,
+            ask_again,
+            ..
+        } = review;
+        let brief = match self.answer(RoleName::Synthesizer, outcome) {
+            Ok(reply) => {
+                usage += reply.usage;
+                Some(self.vet_report(reply.value)?)
             }
-            None => self.partial_brief(&mut reason, &mut usage).await?,
+            Err(Halt::Role(e)) => {
+                usage += e.usage();
+                reason = format!("{} (no partial brief: {e})", said(reason));
+                None
+            }
+            Err(Halt::Engine(e)) => return Err(e.into()),
         };
-        self.record(EventKind::NeedsReview {
-            reason,
+        self.stop_for_review(reason, usage, ask_again, brief)
+    }
+
+    /// Notes the stop for review and ends the run there.
+    fn stop_for_review(
+        &mut self,
+        reason: String,
+        usage: Usage,
+        ask_again: bool,
+        brief: Option<Brief>,
+    ) -> NodeResult {
+        self.note(EventKind::NeedsReview {
+            reason: said(reason),
             usage,
             brief: brief.map(Box::new),
             ask_again,
-        })
-        .await?;
+        })?;
         Ok(Node::End.into())
+    }
+}
+
+/// A stop's reason, or the default one when none was given.
+fn said(reason: String) -> String {
+    if reason.is_empty() {
+        "the run cannot continue safely".to_owned()
+    } else {
+        reason
     }
 }
 
@@ -151,7 +164,7 @@ impl Run<'_> {
 /// its steps returned; but what a side effect (a step with an approval on
 /// record) did answers no question, so while gaps are open a report citing
 /// only that is not an answer either.
-fn unanswered(state: &RunState, brief: &crate::event::Brief) -> Option<String> {
+fn unanswered(state: &RunState, brief: &Brief) -> Option<String> {
     if brief.evidence.is_empty() {
         return Some(no_evidence_reason(state, brief));
     }
@@ -181,7 +194,7 @@ fn open_gaps(state: &RunState) -> String {
 }
 
 /// Why a report that cites nothing is not an answer, for the person reviewing it.
-fn no_evidence_reason(state: &RunState, brief: &crate::event::Brief) -> String {
+fn no_evidence_reason(state: &RunState, brief: &Brief) -> String {
     let why = if state.step_results.is_empty() {
         "no step succeeded, so there is nothing to cite".to_owned()
     } else if let Some(first) = brief.rejected_evidence.first() {

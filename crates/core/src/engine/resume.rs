@@ -11,9 +11,9 @@
 //! repeat itself — or replan its way to a status it did not earn — so the
 //! engine records nothing and says what would have to change.
 
-use super::approval::Gate;
 use super::decide::{self, Standing};
-use super::{Completion, CompletionKind, Engine, EngineError, Halt, NodeResult, Run};
+use super::effect::{AfterAsk, Completion, CompletionKind, Effect};
+use super::{Engine, EngineError, Halt, NodeResult, Run};
 use crate::cursor::Unassessed;
 use crate::event::EventKind;
 use crate::failure::{FailureClass, FailureKind, StepFailure};
@@ -22,7 +22,7 @@ use crate::ids::StepId;
 use crate::roles::StepOutcome;
 use crate::state::{RunState, RunStatus, StepResult};
 use crate::step_status::StepStatus;
-use crate::tool::idempotency_key;
+use crate::store::IdempotencyRecord;
 
 /// What the person resuming a run changes.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -102,11 +102,13 @@ impl Engine {
         .await?;
         // The fold of run_resumed set where the graph stands; put what was
         // in flight back on track, then continue.
-        let next = match run.recover(options.sources_changed).await {
-            Ok(next) => next,
+        let records = run.running_side_effects().await?;
+        let first = match run.recover(options.sources_changed, records) {
+            Ok(first) => first,
             Err(Halt::Engine(e)) => return Err(e),
             Err(Halt::Role(error)) => {
-                run.fail(error).await?;
+                run.fail(error)?;
+                run.flush().await?;
                 return Ok(run.state);
             }
         };
@@ -115,7 +117,7 @@ impl Engine {
             run.flush().await?;
             run.state.forget_history();
         }
-        run.drive(next).await?;
+        run.drive(None, first).await?;
         Ok(run.state)
     }
 }
@@ -147,41 +149,23 @@ fn unassessed(state: &RunState) -> Vec<(StepId, StepOutcome)> {
         .collect()
 }
 
+/// The idempotency records of the side-effect steps that were running,
+/// read by the driver before a resume reconciles them.
+type Records = Vec<(StepId, Option<IdempotencyRecord>)>;
+
 impl Run<'_> {
     /// Puts steps that were in flight back on track and returns where the
     /// graph goes on, as the folded state says (see [`decide::standing`]).
-    async fn recover(&mut self, sources_changed: bool) -> NodeResult {
+    fn recover(&mut self, sources_changed: bool, records: Records) -> NodeResult {
         match decide::standing(&self.state) {
             Standing::At(node) => Ok(node.into()),
             Standing::React => {
-                self.reconcile_in_flight().await?;
-                // A call the actor chose but that never started.
-                let unstarted: Vec<StepId> = self
-                    .state
-                    .plan
-                    .steps
-                    .iter()
-                    .filter(|s| s.status == StepStatus::Pending)
-                    .map(|s| s.id.clone())
-                    .collect();
-                for id in unstarted {
-                    // Through the approval gate again: approved since, or by
-                    // this engine's approver, it runs; otherwise it waits on.
-                    match self.approval_gate(&id).await? {
-                        Gate::Wait => return Ok(Node::AwaitApproval.into()),
-                        Gate::Open | Gate::Denied => self.retry_now(&id, 1),
-                    }
-                }
-                Ok(if self.busy() {
-                    Node::ExecuteStep
-                } else {
-                    Node::Act
-                }
-                .into())
+                self.reconcile_in_flight(records)?;
+                self.recover_react()
             }
             Standing::Streamed => {
                 self.recovered = unassessed(&self.state).into();
-                self.reconcile_in_flight().await?;
+                self.reconcile_in_flight(records)?;
                 Ok(if self.state.pending_draft.is_some() {
                     Node::ValidatePlan
                 } else {
@@ -191,15 +175,39 @@ impl Run<'_> {
             }
             Standing::Plan => {
                 self.recovered = unassessed(&self.state).into();
-                self.reconcile_in_flight().await?;
+                self.reconcile_in_flight(records)?;
                 let command = decide::after_resume(&self.state, self.busy(), sources_changed);
-                self.perform(command).await
+                self.perform(command)
             }
         }
     }
 
+    /// A resumed ReAct run: a call the actor chose that never started goes
+    /// through the approval gate again (approved since, or by this
+    /// engine's approver, it runs; otherwise it waits on), then the run
+    /// waits for its calls, or acts.
+    pub(super) fn recover_react(&mut self) -> NodeResult {
+        let queued = |id: &StepId| self.immediate.iter().any(|c| &c.step == id);
+        let unstarted = self
+            .state
+            .plan
+            .steps
+            .iter()
+            .find(|s| s.status == StepStatus::Pending && !queued(&s.id))
+            .map(|s| s.id.clone());
+        if let Some(id) = unstarted {
+            return Ok(Effect::Ask(id, AfterAsk::Recover));
+        }
+        Ok(if self.busy() {
+            Node::ExecuteStep
+        } else {
+            Node::Act
+        }
+        .into())
+    }
+
     /// Puts every step that was in flight back on track.
-    async fn reconcile_in_flight(&mut self) -> Result<(), EngineError> {
+    fn reconcile_in_flight(&mut self, records: Records) -> Result<(), EngineError> {
         let in_flight: Vec<StepId> = self
             .state
             .plan
@@ -209,13 +217,22 @@ impl Run<'_> {
             .map(|s| s.id.clone())
             .collect();
         for id in in_flight {
-            self.reconcile(&id).await?;
+            let record = records
+                .iter()
+                .find(|(step, _)| *step == id)
+                .and_then(|(_, r)| r.clone());
+            self.reconcile(&id, record)?;
         }
         Ok(())
     }
 
-    /// Puts one step that was in flight back on track.
-    async fn reconcile(&mut self, id: &StepId) -> Result<(), EngineError> {
+    /// Puts one step that was in flight back on track (`record`: its
+    /// idempotency record, for a side-effect step that was running).
+    fn reconcile(
+        &mut self,
+        id: &StepId,
+        record: Option<IdempotencyRecord>,
+    ) -> Result<(), EngineError> {
         let Some(step) = self.state.plan.step(id).cloned() else {
             return Ok(());
         };
@@ -227,20 +244,18 @@ impl Run<'_> {
                 if failure.class == FailureClass::Transient
                     && self.engine.config.retry.allows_retry_after(step.attempts)
                 {
-                    self.record(EventKind::StepRetrying {
+                    self.note(EventKind::StepRetrying {
                         step: id.clone(),
                         next_attempt,
                         delay_ms: 0,
-                    })
-                    .await?;
+                    })?;
                     self.retry_now(id, next_attempt);
                 } else {
                     let reason = format!("failed before the interruption: {}", failure.message);
-                    self.record(EventKind::StepTerminated {
+                    self.note(EventKind::StepTerminated {
                         step: id.clone(),
                         reason,
-                    })
-                    .await?;
+                    })?;
                     self.recovered
                         .push_back((id.clone(), StepOutcome::Failed(failure)));
                 }
@@ -249,17 +264,8 @@ impl Run<'_> {
                 let spec = self.engine.tools.get(&step.tool).map(|t| t.spec().clone());
                 let side_effect = spec.as_ref().is_some_and(|s| s.side_effect);
                 if !side_effect {
-                    return self.interrupt_and_retry(id, step.attempts).await;
+                    return self.interrupt_and_retry(id, step.attempts);
                 }
-                let key = idempotency_key(&self.state.run_id, id);
-                let record = match &self.engine.idempotency {
-                    Some(log) => log.get(&key).await.map_err(|e| {
-                        EngineError::Invariant(format!(
-                            "cannot read the idempotency record of {id}: {e}"
-                        ))
-                    })?,
-                    None => None,
-                };
                 match record {
                     Some(r) if r.outcome.is_some() => {
                         // The call finished before the crash: use its recorded outcome.
@@ -268,37 +274,34 @@ impl Run<'_> {
                             attempts: step.attempts,
                             duration_ms: 0,
                         };
-                        self.record(EventKind::StepSucceeded {
+                        self.note(EventKind::StepSucceeded {
                             step: id.clone(),
                             result: result.clone(),
                             usage: Default::default(),
-                        })
-                        .await?;
+                        })?;
                         self.recovered
                             .push_back((id.clone(), StepOutcome::Succeeded(result)));
                     }
                     // Never started (no record) or safe to repeat for this key.
                     None if self.engine.idempotency.is_some() => {
-                        self.interrupt_and_retry(id, step.attempts).await?
+                        self.interrupt_and_retry(id, step.attempts)?
                     }
                     _ if spec.as_ref().is_some_and(|s| s.idempotent) => {
-                        self.interrupt_and_retry(id, step.attempts).await?
+                        self.interrupt_and_retry(id, step.attempts)?
                     }
                     _ => {
                         let message = format!(
                             "outcome unknown: the process stopped while {id} ({}) was running, and the tool is not idempotent; check its effect by hand",
                             step.tool
                         );
-                        self.record(EventKind::StepInterrupted {
+                        self.note(EventKind::StepInterrupted {
                             step: id.clone(),
                             attempt: step.attempts,
-                        })
-                        .await?;
-                        self.record(EventKind::StepTerminated {
+                        })?;
+                        self.note(EventKind::StepTerminated {
                             step: id.clone(),
                             reason: message.clone(),
-                        })
-                        .await?;
+                        })?;
                         let failure = StepFailure::new(
                             FailureClass::Fatal,
                             FailureKind::Interrupted,
@@ -314,24 +317,22 @@ impl Run<'_> {
         Ok(())
     }
 
-    async fn interrupt_and_retry(&mut self, id: &StepId, attempt: u32) -> Result<(), EngineError> {
-        self.record(EventKind::StepInterrupted {
+    fn interrupt_and_retry(&mut self, id: &StepId, attempt: u32) -> Result<(), EngineError> {
+        self.note(EventKind::StepInterrupted {
             step: id.clone(),
             attempt,
-        })
-        .await?;
-        self.record(EventKind::StepRetrying {
+        })?;
+        self.note(EventKind::StepRetrying {
             step: id.clone(),
             next_attempt: attempt + 1,
             delay_ms: 0,
-        })
-        .await?;
+        })?;
         self.retry_now(id, attempt + 1);
         Ok(())
     }
 
     /// Dispatches the next attempt at once (the backoff, if any, died with the process).
-    fn retry_now(&mut self, id: &StepId, attempt: u32) {
+    pub(super) fn retry_now(&mut self, id: &StepId, attempt: u32) {
         self.immediate.push_back(Completion {
             step: id.clone(),
             attempt,

@@ -3,15 +3,16 @@
 //! replanning, and the `verified` strategy's verify node.
 
 use crate::decision::Driver;
-use crate::decision::VerifyPolicy;
+use crate::decision::{Verification, VerifyPolicy};
 use crate::event::EventKind;
 use crate::graph::Node;
 use crate::ids::StepId;
-use crate::retry::FailureClass;
-use crate::roles::{RoleError, RoleName};
+use crate::roles::{Reply, RoleError, RoleName};
 use crate::scheduler::blocked_dependants;
+use crate::strategy::Choice;
 use crate::usage::Usage;
 
+use super::effect::{Effect, RoleCall};
 use super::{Command, EngineError, Halt, Next, NodeResult, Review, Run, decide};
 
 impl Run<'_> {
@@ -60,40 +61,37 @@ impl Run<'_> {
         }
     }
 
-    /// The router's escalation at ReAct's tool-call cap: records the hand-over
+    /// The router's escalation at ReAct's tool-call cap: notes the hand-over
     /// to the planning graph and sends the run to the planner. The calls made
     /// stay in the plan as steps that ran.
-    pub(super) async fn escalate(&mut self, detail: String, usage: Usage) -> NodeResult {
+    pub(super) fn escalate(&mut self, detail: String, usage: Usage) -> NodeResult {
         let from = self.driver();
         let to = Driver::PLAN_EXECUTE;
-        self.record(EventKind::StrategyEscalated {
+        self.note(EventKind::StrategyEscalated {
             from,
             to,
             reason: detail,
             usage,
-        })
-        .await?;
+        })?;
         Ok(Node::CreatePlan.into())
     }
 
-    /// choose_strategy: asks the strategy how to drive the run and records
-    /// its choice.
-    pub(super) async fn choose_strategy(&mut self) -> NodeResult {
-        let goal = self.goal()?;
-        let strategy = &self.engine.strategy;
-        let outcome = strategy
-            .choose(&goal, &self.engine.specs, &self.engine.roles)
-            .await;
-        let reply = self.answer(RoleName::Router, outcome).await?;
+    /// choose_strategy: asks the strategy how to drive the run.
+    pub(super) fn choose_strategy(&mut self) -> NodeResult {
+        Ok(Effect::Call(RoleCall::Route))
+    }
+
+    /// Notes the strategy's choice and goes where its driver starts.
+    pub(super) fn routed(&mut self, outcome: Result<Reply<Choice>, RoleError>) -> NodeResult {
+        let reply = self.answer(RoleName::Router, outcome)?;
         let driver = reply.value.driver;
-        self.record(EventKind::StrategyChosen {
+        self.note(EventKind::StrategyChosen {
             strategy: self.engine.strategy.name().to_owned(),
             driver,
             reason: reply.value.reason,
             usage: reply.usage,
             routing: reply.value.routing,
-        })
-        .await?;
+        })?;
         Ok(match driver {
             Driver::Graph { .. } => Node::CreatePlan,
             Driver::React { .. } => Node::Act,
@@ -102,27 +100,23 @@ impl Run<'_> {
     }
 
     /// Whether the run has spent its token budget (see [`decide::budget`]),
-    /// recording the stop the first time it has.
-    pub(super) async fn budget_spent(&mut self) -> Result<bool, EngineError> {
+    /// noting the stop the first time it has.
+    pub(super) fn budget_spent(&mut self) -> Result<bool, EngineError> {
         match decide::budget(&self.state) {
             decide::Budget::Within => Ok(false),
             decide::Budget::Spent => Ok(true),
             decide::Budget::Stop(stop) => {
-                self.record(stop).await?;
+                self.note(stop)?;
                 Ok(true)
             }
         }
     }
 
     /// Skips the pending steps a failed step blocks, each with its reason as a gap.
-    pub(super) async fn skip_blocked(
-        &mut self,
-        failed: &StepId,
-        why: &str,
-    ) -> Result<(), EngineError> {
+    pub(super) fn skip_blocked(&mut self, failed: &StepId, why: &str) -> Result<(), EngineError> {
         for step in blocked_dependants(&self.state.plan, failed) {
             let reason = format!("Not run: {step} depends on {failed}, which failed ({why})");
-            self.record(EventKind::StepSkipped { step, reason }).await?;
+            self.note(EventKind::StepSkipped { step, reason })?;
         }
         Ok(())
     }
@@ -130,13 +124,13 @@ impl Run<'_> {
     /// verify (`verified`): the verifier judges the iteration; a stop
     /// condition sends the run to its report, otherwise the replanner is told
     /// what is weak or missing.
-    pub(super) async fn verify(&mut self) -> NodeResult {
+    pub(super) fn verify(&mut self) -> NodeResult {
         if self.verify_policy().is_none() {
             return Err(
                 EngineError::Invariant("verify outside the verified strategy".to_owned()).into(),
             );
         }
-        if self.state.stop_condition.is_some() || self.budget_spent().await? {
+        if self.state.stop_condition.is_some() || self.budget_spent()? {
             // Stopped (perhaps before an interruption): write the report.
             return Ok(Node::SynthesizeReport.into());
         }
@@ -145,18 +139,17 @@ impl Run<'_> {
             // This iteration was verified before an interruption: decide
             // from that verdict rather than ask again.
             let command = self.after_verification()?;
-            return self.perform(command).await;
+            return self.perform(command);
         }
-        let Some(verifier) = self.engine.roles.verifier.clone() else {
-            return Err(RoleError::failed(
-                RoleName::Verifier,
-                FailureClass::Persistent,
-                "the verified strategy needs a verifier role, and none is configured",
-            )
-            .into());
-        };
-        let outcome = verifier.verify(&self.state).await;
-        let reply = match self.answer(RoleName::Verifier, outcome).await {
+        Ok(Effect::Call(RoleCall::Verify))
+    }
+
+    /// Notes the verifier's verdict and decides from it.
+    pub(super) fn verified(
+        &mut self,
+        outcome: Result<Reply<Verification>, RoleError>,
+    ) -> NodeResult {
+        let reply = match self.answer(RoleName::Verifier, outcome) {
             Ok(reply) => reply,
             Err(Halt::Role(e @ RoleError::Malformed { .. })) => return Ok(stop_for_review(&e)),
             Err(e) => return Err(e),
@@ -164,14 +157,13 @@ impl Run<'_> {
         let verification = reply.value.clamped();
         let iteration =
             u32::try_from(self.state.verification_history.len() + 1).unwrap_or(u32::MAX);
-        self.record(EventKind::Verified {
+        self.note(EventKind::Verified {
             iteration,
             verification,
             usage: reply.usage,
-        })
-        .await?;
+        })?;
         let command = self.after_verification()?;
-        self.perform(command).await
+        self.perform(command)
     }
 
     /// Stops on the first stop condition that holds after the last verdict,
@@ -188,11 +180,11 @@ impl Run<'_> {
 
 /// A role's answer was unusable even after its repair round-trip: stop
 /// for a person (resumable; a resume asks again) rather than fail.
-pub(super) fn stop_for_review(error: &RoleError) -> Next {
-    Next::Review(Box::new(Review {
+pub(super) fn stop_for_review(error: &RoleError) -> Effect {
+    Effect::Go(Next::Review(Box::new(Review {
         reason: error.to_string(),
         usage: error.usage(),
         ask_again: true,
         partial: None,
-    }))
+    })))
 }

@@ -20,23 +20,14 @@
 
 use serde_json::Value;
 
-use super::dispatch::{Completion, CompletionKind};
-use super::{Halt, NodeResult, Run};
+use super::effect::{Completion, CompletionKind};
+use super::{EngineError, Halt, NodeResult, Run};
 use crate::event::EventKind;
 use crate::graph::Node;
+use crate::ids::StepId;
 use crate::plan::DraftPlan;
 use crate::plan::stream::{Arrival, PrefixCheck};
-use crate::roles::{PlanRequest, Reply, RoleError, RoleName, StepSender};
-
-/// What woke the streaming loop.
-enum Woken {
-    /// The planner wrote a step.
-    Step(Value),
-    /// The planner finished (or failed).
-    Planned(Result<Reply<DraftPlan>, RoleError>),
-    /// A dispatched step finished.
-    Finished(Completion),
-}
+use crate::roles::{Reply, RoleError, RoleName};
 
 impl Run<'_> {
     /// Whether create_plan streams: asked for, the first plan of the run
@@ -51,82 +42,37 @@ impl Run<'_> {
             && roles.reviewer.approves_unread()
     }
 
-    pub(super) async fn stream_plan(&mut self) -> NodeResult {
-        let engine = self.engine;
-        let goal = self.goal()?;
-        let request = PlanRequest {
-            goal: &goal,
-            tools: &engine.specs,
-            max_steps: self.state.max_steps,
-        };
-        let (sender, mut steps) = tokio::sync::mpsc::unbounded_channel();
-        let planning = engine
-            .roles
-            .planner
-            .plan_streaming(request, StepSender::new(sender));
-        tokio::pin!(planning);
-        let mut check = PrefixCheck::new();
-        // Failed attempts, handed to execute_step once the plan is validated.
-        let mut failed: Vec<Completion> = Vec::new();
-        let outcome = loop {
-            // Nothing unsent while the select below may drop a branch: a
-            // flush cut short would leave its events half handed over.
-            self.flush().await?;
-            let in_flight = !self.in_flight.is_empty() || !self.immediate.is_empty();
-            let woken = tokio::select! {
-                // Steps first: a step written is dispatched before anything else.
-                biased;
-                Some(step) = steps.recv() => Woken::Step(step),
-                completion = self.next_completion(), if in_flight => Woken::Finished(completion?),
-                outcome = &mut planning => Woken::Planned(outcome),
-            };
-            match woken {
-                Woken::Step(step) => self.arrived(&mut check, step).await?,
-                Woken::Finished(completion) => {
-                    if let Some(failure) = self.finished_while_streaming(completion).await? {
-                        failed.push(failure);
-                    }
-                }
-                Woken::Planned(outcome) => break outcome,
-            }
-        };
-        // Steps sent just before the planner returned.
-        while let Ok(step) = steps.try_recv() {
-            self.arrived(&mut check, step).await?;
-        }
-        self.immediate.extend(failed);
-        let (draft, usage) = self.draft(RoleName::Planner, outcome).await?;
-        self.record(EventKind::PlanCreated { draft, usage }).await?;
-        Ok(Node::ValidatePlan.into())
-    }
-
     /// One step written by the planner: checked on top of those accepted,
-    /// recorded if valid (durable before it is dispatched), then every
-    /// step that can start does.
-    async fn arrived(&mut self, check: &mut PrefixCheck, step: Value) -> Result<(), Halt> {
+    /// noted if valid (committed before it is dispatched), then every step
+    /// that can start is returned, its start noted.
+    pub(super) fn arrived(
+        &mut self,
+        check: &mut PrefixCheck,
+        step: Value,
+    ) -> Result<Vec<StepId>, Halt> {
         match check.check(step, self.limits()) {
             Arrival::Accepted(step) if self.state.plan.step(&step.id).is_none() => {
-                self.record(EventKind::StepAdded {
+                self.note(EventKind::StepAdded {
                     step,
                     usage: crate::usage::Usage::default(),
                     streamed: true,
-                })
-                .await?;
-                self.dispatch_streamed().await
+                })?;
+                Ok(self.dispatch_streamed()?)
             }
             // A refused step, and the steps that need it, do not run; the
             // whole draft's validation names it once the stream ends.
-            Arrival::Accepted(_) | Arrival::Repeated | Arrival::Refused(_) => Ok(()),
+            Arrival::Accepted(_) | Arrival::Repeated | Arrival::Refused(_) => Ok(Vec::new()),
         }
     }
 
-    /// A step finished while the plan streams: a success is recorded now
-    /// (its dependants may start) and assessed once the plan is validated;
-    /// anything else is handed back for execute_step, which retries.
-    async fn finished_while_streaming(
+    /// A step finished while the plan streams: a success is noted now (its
+    /// dependants may start: returned, their starts noted) and assessed once
+    /// the plan is validated; anything else is handed back for
+    /// execute_step, which retries.
+    pub(super) fn finished_while_streaming(
         &mut self,
         completion: Completion,
-    ) -> Result<Option<Completion>, Halt> {
+    ) -> Result<(Vec<StepId>, Option<Completion>), Halt> {
         let Completion {
             step,
             attempt,
@@ -137,42 +83,52 @@ impl Run<'_> {
                 },
         } = completion
         else {
-            return Ok(Some(completion));
+            return Ok((Vec::new(), Some(completion)));
         };
-        let outcome = self.succeeded(&step, attempt, reply, duration_ms).await?;
+        let outcome = self.succeeded(&step, attempt, reply, duration_ms)?;
         self.recovered.push_back((step, outcome));
-        self.dispatch_streamed().await?;
-        Ok(None)
+        Ok((self.dispatch_streamed()?, None))
     }
 
-    /// Starts every streamed step that is ready, read-only (a side effect
-    /// waits for the approval gate, after the plan's review) and within the
-    /// concurrency limit and the token budget.
-    async fn dispatch_streamed(&mut self) -> Result<(), Halt> {
-        if self.state.cursor.held().is_some() || self.budget_spent().await? {
-            return Ok(());
+    /// The streamed steps that may start now, their starts noted: ready,
+    /// read-only (a side effect waits for the approval gate, after the
+    /// plan's review) and within the concurrency limit and the token budget.
+    fn dispatch_streamed(&mut self) -> Result<Vec<StepId>, EngineError> {
+        if self.state.cursor.held().is_some() || self.budget_spent()? {
+            return Ok(Vec::new());
         }
+        let mut starts = Vec::new();
         for id in self.state.index.ready(&self.state.plan) {
-            if self.in_flight.len() + self.immediate.len() >= self.concurrency() {
+            if self.in_flight.len() + self.immediate.len() + starts.len() >= self.concurrency() {
                 break;
             }
-            let side_effect = self
-                .state
-                .plan
-                .step(&id)
-                .and_then(|s| self.engine.tools.get(&s.tool))
-                .is_none_or(|tool| tool.spec().side_effect);
-            if side_effect {
+            if !self.state.plan.step(&id).is_some_and(|s| {
+                self.engine
+                    .tools
+                    .get(&s.tool)
+                    .is_some_and(|tool| !tool.spec().side_effect)
+            }) {
                 continue;
             }
-            self.record(EventKind::StepStarted {
+            self.note(EventKind::StepStarted {
                 step: id.clone(),
                 attempt: 1,
-            })
-            .await?;
-            // Never alone: the planner's stream is read beside it.
-            self.start_attempt(&id, 1, false).await?;
+            })?;
+            starts.push(id);
         }
-        Ok(())
+        Ok(starts)
+    }
+
+    /// The streamed plan's whole draft, noted once the stream ended, with
+    /// the failed attempts handed to execute_step.
+    pub(super) fn streamed(
+        &mut self,
+        outcome: Result<Reply<DraftPlan>, RoleError>,
+        failed: Vec<Completion>,
+    ) -> NodeResult {
+        self.immediate.extend(failed);
+        let (draft, usage) = self.draft(RoleName::Planner, outcome)?;
+        self.note(EventKind::PlanCreated { draft, usage })?;
+        Ok(Node::ValidatePlan.into())
     }
 }
