@@ -13,6 +13,10 @@ Shapes, as in the Stepwise benches:
   `PRAGMA synchronous=NORMAL` (one checkpoint per super-step);
 - fan_out: K async nodes that each sleep 50 ms (`asyncio.sleep`), sent at
   once from the start node (`Send`), then one join node; wall time ÷ 50 ms.
+- rss: R concurrent runs of a chain of 5 async nodes that each sleep 10 ms,
+  no checkpointer, in a fresh process per round (as `cargo bench -p
+  stepwise-core --bench rss`): (peak RSS − RSS before the runs) ÷ R, the
+  memory of one in-flight run, and runs per second.
 
 A developer tool, not part of scripts/test. It installs the pinned
 scripts/langgraph-requirements.txt into $CARGO_TARGET_DIR/langgraph-venv
@@ -144,10 +148,66 @@ def fan_out_ratio(k, runs):
     return statistics.median(asyncio.run(all_runs()))
 
 
+def status_kib(field):
+    """A field of /proc/self/status, in KiB."""
+    with open("/proc/self/status", encoding="utf-8") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise RuntimeError(f"no {field} in /proc/self/status")
+
+
+def rss_child(r):
+    """Runs R concurrent 5-node chains of 10 ms async nodes; prints KiB per run and runs/s."""
+    import asyncio
+    import operator
+    from typing import Annotated, TypedDict
+
+    from langgraph.graph import END, START, StateGraph
+
+    class State(TypedDict):
+        done: Annotated[int, operator.add]
+
+    async def work(_state):
+        await asyncio.sleep(0.01)
+        return {"done": 1}
+
+    g = StateGraph(State)
+    for i in range(5):
+        g.add_node(f"s{i}", work)
+        g.add_edge(START if i == 0 else f"s{i - 1}", f"s{i}")
+    g.add_edge("s4", END)
+    graph = g.compile()
+
+    async def all_runs():
+        await graph.ainvoke({"done": 0})  # warm-up
+        baseline = status_kib("VmRSS")
+        start = time.perf_counter()
+        outs = await asyncio.gather(*(graph.ainvoke({"done": 0}) for _ in range(r)))
+        wall = time.perf_counter() - start
+        assert all(o["done"] == 5 for o in outs)
+        return baseline, wall
+
+    baseline, wall = asyncio.run(all_runs())
+    peak = status_kib("VmHWM")
+    print(f"{(peak - baseline) / r:.2f} {r / wall:.0f}")
+
+
+def rss_round(r):
+    """(KiB per in-flight run, runs/s) from a fresh process."""
+    out = subprocess.run([sys.executable, os.path.abspath(__file__), "--rss-child", str(r)],
+                         check=True, capture_output=True, text=True).stdout.split()
+    return float(out[0]), float(out[1])
+
+
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--rss-child":
+        rss_child(int(sys.argv[2]))
+        return
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--shapes", nargs="+", default=["sequential", "fan_out"], choices=["sequential", "fan_out"])
+    ap.add_argument("--shapes", nargs="+", default=["sequential", "fan_out"], choices=["sequential", "fan_out", "rss"])
+    ap.add_argument("--runs-in-flight", type=int, nargs="+", default=[10000])
     ap.add_argument("--steps", type=int, nargs="+", default=[10, 100])
     ap.add_argument("--fan-out", type=int, nargs="+", default=[8, 64, 512])
     args = ap.parse_args()
@@ -172,10 +232,16 @@ def main():
                     ratio = fan_out_ratio(k, 3)
                     figures.setdefault(("fan_out", k, "× critical path"), []).append(ratio)
                     print(f"round {r + 1}: fan-out {k} × 50 ms: {ratio:.3f} × the critical path", flush=True)
+            if "rss" in args.shapes:
+                for n in args.runs_in_flight:
+                    kib, per_s = rss_round(n)
+                    figures.setdefault(("rss", n, "KiB/run"), []).append(kib)
+                    print(f"round {r + 1}: rss, R = {n}: {kib:.2f} KiB per in-flight run, "
+                          f"{per_s:,.0f} runs/s", flush=True)
     print(f"\nsummary ({args.rounds} rounds; load average now "
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())})")
     for (shape, n, unit), values in figures.items():
-        fmt = "{:,.0f}" if unit == "µs/step" else "{:.3f}"
+        fmt = {"µs/step": "{:,.0f}", "KiB/run": "{:.2f}"}.get(unit, "{:.3f}")
         print(f"  {shape:<18} {n:>5}: {fmt.format(min(values))} – {fmt.format(max(values))} "
               f"(median {fmt.format(statistics.median(values))}) {unit}")
 

@@ -21,7 +21,7 @@ use stepwise_llm::call::CallPolicy;
 use stepwise_llm::providers::{ModelSpec, Provider, ProviderEnv, Timeouts, from_spec_with};
 use stepwise_llm::script::ScriptModel;
 
-use crate::error::UsageError;
+use crate::error::{CliError, CliResult};
 
 /// Prices of one model, in US dollars per million tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
@@ -250,23 +250,18 @@ pub(crate) struct Config {
 
 impl Config {
     /// Loads `.env` (without overriding the environment) and `stepwise.toml` from `dir`.
-    pub(crate) fn load(dir: &Path) -> anyhow::Result<Config> {
+    pub(crate) fn load(dir: &Path) -> CliResult<Config> {
         let env_file = dir.join(".env");
         if env_file.is_file() {
-            dotenvy::from_path(&env_file).map_err(|e| {
-                anyhow::Error::new(UsageError(anyhow!(
-                    "cannot read {}: {e}",
-                    env_file.display()
-                )))
-            })?;
+            dotenvy::from_path(&env_file)
+                .map_err(|e| CliError::usage(anyhow!("cannot read {}: {e}", env_file.display())))?;
         }
         let path = dir.join("stepwise.toml");
         let file = if path.is_file() {
             let text = std::fs::read_to_string(&path)
                 .with_context(|| format!("cannot read {}", path.display()))?;
-            Self::parse(&text).map_err(|e| {
-                anyhow::Error::new(UsageError(anyhow!("{} is not valid: {e}", path.display())))
-            })?
+            Self::parse(&text)
+                .map_err(|e| CliError::usage(anyhow!("{} is not valid: {e}", path.display())))?
         } else {
             FileConfig::default()
         };
@@ -315,7 +310,7 @@ impl Config {
         &self,
         flags: &[String],
         cwd: &Path,
-    ) -> anyhow::Result<BTreeMap<String, crate::mcp::ServerConfig>> {
+    ) -> CliResult<BTreeMap<String, crate::mcp::ServerConfig>> {
         let mut servers: BTreeMap<_, _> = self
             .file
             .mcp
@@ -324,9 +319,7 @@ impl Config {
             .map(|(name, server)| (name.clone(), server.clone().resolve(&self.dir)))
             .collect();
         for flag in flags {
-            let bad = |why: &dyn fmt::Display| {
-                anyhow::Error::new(UsageError(anyhow!("--mcp {flag}: {why}")))
-            };
+            let bad = |why: &dyn fmt::Display| CliError::usage(anyhow!("--mcp {flag}: {why}"));
             let Some((name, spec)) = flag.split_once('=') else {
                 return Err(bad(&"expected NAME=COMMAND (or NAME=URL)"));
             };
@@ -404,13 +397,12 @@ impl Config {
 
     /// Builds the chat model for a spec (`offline` has none), with its
     /// provider's timeouts and retry policy.
-    pub(crate) fn model(&self, spec: &str, base: &Path) -> anyhow::Result<Option<ModelChoice>> {
+    pub(crate) fn model(&self, spec: &str, base: &Path) -> CliResult<Option<ModelChoice>> {
         if spec == "offline" {
             return Ok(None);
         }
         let policy = self.call_policy(spec);
-        let usage =
-            |e: &dyn fmt::Display| anyhow::Error::new(UsageError(anyhow!("--model {spec}: {e}")));
+        let usage = |e: &dyn fmt::Display| CliError::usage(anyhow!("--model {spec}: {e}"));
         if let Some(file) = spec.strip_prefix("script:") {
             let path = resolve(base, file);
             let model = ScriptModel::from_file(&path).map_err(|e| usage(&e))?;
@@ -555,7 +547,7 @@ mod tests {
             let err = config
                 .mcp_servers(&[bad.to_owned()], Path::new("/"))
                 .unwrap_err();
-            assert!(err.downcast_ref::<UsageError>().is_some(), "{bad}: {err}");
+            assert_eq!(err.kind, crate::error::ErrorKind::Usage, "{bad}: {err}");
         }
     }
 

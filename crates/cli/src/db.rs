@@ -13,7 +13,7 @@ use stepwise_store::SqliteStore;
 #[cfg(feature = "postgres")]
 use stepwise_store::postgres::{is_url, redact};
 
-use crate::error::{UsageError, usage};
+use crate::error::{CliError, CliResult};
 
 /// What the commands need of a run database, whichever kind it is.
 pub(crate) trait RunStore: Store + RunLease + IdempotencyLog {
@@ -121,7 +121,7 @@ pub(crate) fn path(flag: Option<&PathBuf>) -> PathBuf {
 }
 
 /// Opens the database; any problem is a usage error naming it.
-pub(crate) fn open(flag: Option<&PathBuf>) -> anyhow::Result<Db> {
+pub(crate) fn open(flag: Option<&PathBuf>) -> CliResult<Db> {
     #[cfg(feature = "postgres")]
     if let Some(url) = url(flag) {
         return open_postgres(&url).map(|store| store as Db);
@@ -133,28 +133,28 @@ pub(crate) fn open(flag: Option<&PathBuf>) -> anyhow::Result<Db> {
     let path = path(flag);
     SqliteStore::open(&path)
         .map(|store| Arc::new(store) as Db)
-        .map_err(|e| anyhow::Error::new(UsageError(anyhow!(e))))
+        .map_err(|e| CliError::usage(anyhow!(e)))
 }
 
 /// Connects to a PostgreSQL database (migrated: see `stepwise migrate`);
 /// any problem is a usage error naming it.
 #[cfg(feature = "postgres")]
-pub(crate) fn open_postgres(url: &str) -> anyhow::Result<Arc<PgStore>> {
+pub(crate) fn open_postgres(url: &str) -> CliResult<Arc<PgStore>> {
     PgStore::connect(url)
         .map(Arc::new)
-        .map_err(|e| anyhow::Error::new(UsageError(anyhow!(e))))
+        .map_err(|e| CliError::usage(anyhow!(e)))
 }
 
 /// The run's state, or a usage error for an unknown id.
-pub(crate) async fn load(store: &dyn RunStore, run: &str) -> anyhow::Result<RunState> {
+pub(crate) async fn load(store: &dyn RunStore, run: &str) -> CliResult<RunState> {
     store
         .state(&RunId(run.to_owned()))
         .await
         .map_err(|e| match e {
-            StoreError::NotFound(_) => anyhow::Error::new(UsageError(anyhow!(
+            StoreError::NotFound(_) => CliError::usage(anyhow!(
                 "no run with id {run} in this database (see `stepwise runs`, or pass --db)"
-            ))),
-            other => anyhow!(other),
+            )),
+            other => CliError::failed(other),
         })
 }
 
@@ -291,7 +291,7 @@ pub(crate) async fn take_lease<S: RunLease + ?Sized>(
 /// The database if its file exists (`None`: nothing was ever recorded
 /// there), so a command that only reads never creates one. A PostgreSQL
 /// database is always opened (connecting creates nothing).
-pub(crate) fn open_existing(flag: Option<&PathBuf>) -> anyhow::Result<Option<Db>> {
+pub(crate) fn open_existing(flag: Option<&PathBuf>) -> CliResult<Option<Db>> {
     if url(flag).is_some() || path(flag).exists() {
         open(flag).map(Some)
     } else {
@@ -301,9 +301,9 @@ pub(crate) fn open_existing(flag: Option<&PathBuf>) -> anyhow::Result<Option<Db>
 
 /// The database and one run's state; an unknown run (or a database that does
 /// not exist) is a usage error.
-pub(crate) fn open_run(flag: Option<&PathBuf>, run: &str) -> anyhow::Result<(Db, RunState)> {
+pub(crate) fn open_run(flag: Option<&PathBuf>, run: &str) -> CliResult<(Db, RunState)> {
     let Some(store) = open_existing(flag)? else {
-        return Err(usage(anyhow!(
+        return Err(CliError::usage(anyhow!(
             "no run with id {run}: there is no database at {} yet (pass --db or set STEPWISE_DB)",
             path(flag).display()
         )));

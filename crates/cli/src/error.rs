@@ -133,11 +133,40 @@ impl CliError {
         }
     }
 
+    /// A run interrupted (Ctrl-C, SIGTERM) mid-way (exit 130).
+    pub(crate) fn interrupted(message: String) -> CliError {
+        CliError {
+            kind: ErrorKind::Interrupted,
+            message: Some(anyhow::Error::msg(message)),
+        }
+    }
+
+    /// The error as a plain message, for a caller with no exit code to
+    /// pick (the server's and the workers' launches).
+    pub(crate) fn into_anyhow(self) -> anyhow::Error {
+        match self.message {
+            Some(err) => err,
+            None => anyhow::anyhow!("exit {}", self.kind.code()),
+        }
+    }
+
     /// An exit code with nothing more to say: the command's output said it.
     pub(crate) fn quiet(kind: ErrorKind) -> CliError {
         CliError {
             kind,
             message: None,
+        }
+    }
+
+    /// The same error with `context` before its message, as
+    /// `anyhow::Context` would add it.
+    pub(crate) fn context(self, context: impl fmt::Display + Send + Sync + 'static) -> CliError {
+        CliError {
+            kind: self.kind,
+            message: Some(match self.message {
+                Some(err) => err.context(context),
+                None => anyhow::anyhow!("{context}"),
+            }),
         }
     }
 
@@ -160,38 +189,6 @@ impl fmt::Display for CliError {
         }
     }
 }
-
-/// Marks an `anyhow` error as a usage problem, for the helpers that return
-/// `anyhow::Result` (config, database, notes loading) and are shared by
-/// commands that would otherwise each have to classify them. Commands turn
-/// it into [`ErrorKind::Usage`] through the one `From` below.
-#[derive(Debug)]
-pub(crate) struct UsageError(pub(crate) anyhow::Error);
-
-impl fmt::Display for UsageError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:#}", self.0)
-    }
-}
-
-impl std::error::Error for UsageError {}
-
-/// `anyhow::Error::new(UsageError(err))`, shorter.
-pub(crate) fn usage(err: anyhow::Error) -> anyhow::Error {
-    anyhow::Error::new(UsageError(err))
-}
-
-/// Why a run stopped before it finished: Ctrl-C (or SIGTERM).
-#[derive(Debug)]
-pub(crate) struct Interrupted(pub(crate) String);
-
-impl std::fmt::Display for Interrupted {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Interrupted {}
 
 /// A person's change the run's state does not allow: a failure.
 impl From<stepwise_core::act::ActError> for CliError {
@@ -224,24 +221,17 @@ pub(crate) fn not_built_message(feature: &str) -> String {
     feature = "mcp",
     feature = "otel"
 )))]
-pub(crate) fn not_built(feature: &str) -> anyhow::Error {
-    usage(anyhow::anyhow!(not_built_message(feature)))
+pub(crate) fn not_built(feature: &str) -> CliError {
+    CliError::usage(anyhow::anyhow!(not_built_message(feature)))
 }
 
-/// A helper's error: a usage error if it was marked so, else a failure.
+/// A helper's error that no one classified: a failure. (Usage errors are
+/// made as such where they are found — [`CliError::usage`] — and travel
+/// typed; [`CliError`] is no `std::error::Error`, so it cannot be wrapped
+/// into an `anyhow::Error` and lose its kind on the way.)
 impl From<anyhow::Error> for CliError {
     fn from(err: anyhow::Error) -> CliError {
-        let kind = if err.downcast_ref::<UsageError>().is_some() {
-            ErrorKind::Usage
-        } else if err.downcast_ref::<Interrupted>().is_some() {
-            ErrorKind::Interrupted
-        } else {
-            ErrorKind::Failed
-        };
-        CliError {
-            kind,
-            message: Some(err),
-        }
+        CliError::failed(err)
     }
 }
 
@@ -291,10 +281,10 @@ mod tests {
     }
 
     #[test]
-    fn marked_helper_errors_are_usage_errors_and_others_failures() {
-        let marked = CliError::from(usage(anyhow!("no such folder")).context("task a"));
-        assert_eq!(marked.kind, ErrorKind::Usage);
-        assert_eq!(marked.to_string(), "task a: no such folder");
+    fn usage_errors_keep_their_kind_and_unclassified_ones_are_failures() {
+        let usage = CliError::usage(anyhow!("no such folder")).context("task a");
+        assert_eq!(usage.kind, ErrorKind::Usage);
+        assert_eq!(usage.to_string(), "task a: no such folder");
         assert_eq!(CliError::from(anyhow!("disk full")).kind, ErrorKind::Failed);
         let quiet = CliError::quiet(ErrorKind::NeedsReview);
         assert!(quiet.message().is_none());

@@ -118,10 +118,10 @@ fn dispatch(cli: &Cli) -> CliResult {
         Command::McpGuard { argv } => guard::mcp_guard(argv),
         // Left out of this build: refused, naming the feature to enable.
         #[cfg(not(feature = "serve"))]
-        Command::Serve(_) | Command::Worker(_) => Err(error::not_built("serve").into()),
+        Command::Serve(_) | Command::Worker(_) => Err(error::not_built("serve")),
         #[cfg(not(feature = "postgres"))]
-        Command::Workers(_) => Err(error::not_built("postgres").into()),
+        Command::Workers(_) => Err(error::not_built("postgres")),
         #[cfg(not(feature = "mcp"))]
-        Command::McpGuard { .. } => Err(error::not_built("mcp").into()),
+        Command::McpGuard { .. } => Err(error::not_built("mcp")),
     }
 }

@@ -20,7 +20,7 @@ use stepwise_mcp::{LogLine, Options};
 pub(crate) use stepwise_mcp::{McpServers, ServerConfig, ToolInfo};
 
 #[cfg(feature = "mcp")]
-use crate::error::usage;
+use crate::error::{CliError, CliResult};
 
 /// Stand-ins for a build without MCP: servers are read, never started.
 #[cfg(not(feature = "mcp"))]
@@ -68,12 +68,12 @@ fn file_log(path: &Path) -> anyhow::Result<stepwise_mcp::LogFn> {
 pub(crate) async fn start(
     servers: &BTreeMap<String, ServerConfig>,
     log: Option<&Path>,
-) -> anyhow::Result<McpServers> {
+) -> CliResult<McpServers> {
     if servers.is_empty() {
         return Ok(McpServers::none());
     }
     let sink: stepwise_mcp::LogFn = match log {
-        Some(path) => file_log(path).map_err(usage)?,
+        Some(path) => file_log(path).map_err(CliError::usage)?,
         None => Arc::new(|_: LogLine<'_>| {}),
     };
     let options = Options {
@@ -83,10 +83,8 @@ pub(crate) async fn start(
     let configs = servers.iter().map(|(n, c)| (n.clone(), c.clone()));
     McpServers::start(configs, options)
         .await
-        .map_err(|e| usage(anyhow!(e)))
+        .map_err(|e| CliError::usage(anyhow!(e)))
 }
-
-pub(crate) use crate::error::Interrupted;
 
 /// Resolves on Ctrl-C, or on SIGTERM where there is one.
 pub(crate) async fn interrupt() {

@@ -15,7 +15,7 @@ const ENDPOINT_VARS: [&str; 2] = [
 pub(crate) struct Flush;
 
 /// No exporter: an error if traces were asked for.
-pub(crate) fn init(content: bool) -> anyhow::Result<Option<Flush>> {
+pub(crate) fn init(content: bool) -> crate::error::CliResult<Option<Flush>> {
     let endpoint = ENDPOINT_VARS.iter().find(|var| {
         std::env::var(var)
             .ok()

@@ -7,21 +7,14 @@
 use std::path::Path;
 
 use chrono::{Duration, Utc};
-use serde_json::Value;
-use stepwise_core::{Constraints, Event, EventKind, Goal, RunId, RunLease, Store, Usage};
+use stepwise_core::{EventKind, RunId, RunLease, Store, Usage};
 use stepwise_store::SqliteStore;
 
 mod common;
 
-use common::{Out, Scratch, Stepwise};
+use common::log::{block_on, started, timed};
 
-fn block_on<F: std::future::Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .build()
-        .unwrap()
-        .block_on(f)
-}
+use common::{Out, Scratch, Stepwise};
 
 /// How a test run ends.
 #[derive(Clone, Copy)]
@@ -34,25 +27,7 @@ enum End {
 /// A run of goal `goal` started `age` ago (its last event a second later).
 fn write(store: &SqliteStore, run: &str, goal: &str, age: Duration, end: End) {
     let start = Utc::now() - age;
-    let mut kinds = vec![
-        EventKind::RunStarted {
-            run_id: RunId(run.to_owned()),
-            input: goal.to_owned(),
-            constraints: Box::default(),
-            max_replans: 2,
-            max_steps: 10,
-            max_repairs: 2,
-            host: Value::Null,
-            strategy: "plan-execute".into(),
-        },
-        EventKind::InputPrepared {
-            goal: Box::new(Goal {
-                input: goal.to_owned(),
-                goal: goal.to_owned(),
-                constraints: Constraints::default(),
-            }),
-        },
-    ];
+    let mut kinds = started(run, goal);
     match end {
         End::Running => {}
         End::Failed => kinds.push(EventKind::RunFailed {
@@ -63,15 +38,7 @@ fn write(store: &SqliteStore, run: &str, goal: &str, age: Duration, end: End) {
             reason: "not needed".to_owned(),
         }),
     }
-    let events: Vec<Event> = kinds
-        .into_iter()
-        .zip(1u64..)
-        .map(|(kind, seq)| Event {
-            seq,
-            at: start + Duration::milliseconds(500 * i64::try_from(seq).unwrap()),
-            kind,
-        })
-        .collect();
+    let events = timed(kinds, start, 500);
     block_on(store.append(&RunId(run.to_owned()), &events, None)).unwrap();
 }
 

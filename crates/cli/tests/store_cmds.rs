@@ -8,12 +8,14 @@ use std::process::Output;
 use chrono::{TimeZone, Utc};
 use serde_json::{Value, json};
 use stepwise_core::{
-    Constraints, Event, EventKind, Goal, Plan, RunId, RunLease, RunState, RunStatus, Step, StepId,
-    StepResult, Store, Usage, Verdict,
+    Event, EventKind, Plan, RunId, RunLease, RunState, RunStatus, Step, StepId, StepResult, Store,
+    Usage, Verdict,
 };
 use stepwise_store::SqliteStore;
 
 mod common;
+
+use common::log::{block_on, started, timed};
 
 use common::Stepwise;
 
@@ -43,14 +45,6 @@ impl Drop for Scratch {
     }
 }
 
-fn block_on<F: std::future::Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .build()
-        .unwrap()
-        .block_on(f)
-}
-
 /// Runs the binary isolated (see [`common::Stepwise`]) on the database `db`.
 fn stepwise(db: &Path, args: &[&str]) -> Output {
     Stepwise::new()
@@ -70,16 +64,11 @@ fn code(out: &Output) -> i32 {
 
 /// Events at a fixed, increasing time: 2025-03-04 09:30:00 UTC plus `seq` × 250 ms.
 fn events(kinds: Vec<EventKind>) -> Vec<Event> {
-    let start = Utc.with_ymd_and_hms(2025, 3, 4, 9, 30, 0).unwrap();
-    kinds
-        .into_iter()
-        .zip(1u64..)
-        .map(|(kind, seq)| Event {
-            seq,
-            at: start + chrono::Duration::milliseconds(250 * i64::try_from(seq).unwrap()),
-            kind,
-        })
-        .collect()
+    timed(
+        kinds,
+        Utc.with_ymd_and_hms(2025, 3, 4, 9, 30, 0).unwrap(),
+        250,
+    )
 }
 
 fn plan() -> Plan {
@@ -103,30 +92,15 @@ fn plan() -> Plan {
 
 /// The start of a run, up to its plan being validated.
 fn planned(run: &str) -> Vec<EventKind> {
-    vec![
-        EventKind::RunStarted {
-            run_id: RunId(run.to_owned()),
-            input: GOAL.to_owned(),
-            constraints: Box::default(),
-            max_replans: 2,
-            max_steps: 10,
-            max_repairs: 2,
-            host: Value::Null,
-            strategy: "plan-execute".into(),
-        },
-        EventKind::InputPrepared {
-            goal: Box::new(Goal {
-                input: GOAL.to_owned(),
-                goal: GOAL.to_owned(),
-                constraints: Constraints::default(),
-            }),
-        },
+    let mut kinds = started(run, GOAL);
+    kinds.extend([
         EventKind::PlanCreated {
             draft: serde_json::to_value(plan()).unwrap(),
             usage: Usage::llm_call(1200, 300),
         },
         EventKind::PlanValidated { plan: plan() },
-    ]
+    ]);
+    kinds
 }
 
 /// A run paused at `awaiting_approval`: `search` succeeded, `save` (a

@@ -19,6 +19,8 @@ use stepwise_store::postgres::testing::ScratchDb;
 
 mod common;
 
+use common::log::block_on;
+
 use common::{Running, Scratch, Stepwise};
 
 const RUNS: usize = 50;
@@ -46,14 +48,6 @@ fn plan() -> Value {
         {"id": "read", "description": "Read the latency note", "tool": "read_note", "depends_on": ["save", "save_cost"],
          "args": {"id": "latency-budget"}, "acceptance_criteria": ["the note"]}
     ]})
-}
-
-fn block_on<F: Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(f)
 }
 
 fn run_args(plan: &Path, ws: &Path, run_id: &str) -> Vec<String> {

@@ -2,20 +2,15 @@
 //! one file (two connections, as two processes would have).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
+use common::block_on;
 use std::sync::Barrier;
 use std::time::Duration;
 
 use stepwise_core::testing::store_conformance::sample_log;
 use stepwise_core::{RunId, RunLease, Store, StoreError};
 use stepwise_store::SqliteStore;
-
-fn block_on<F: Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .build()
-        .unwrap()
-        .block_on(f)
-}
 
 /// Appends the same event (seq 4) from two threads, each through its own
 /// store handle, after a barrier; returns both results.

@@ -2,18 +2,14 @@
 //! transaction, and only under its lease; other runs are untouched.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
+use common::block_on;
 use stepwise_core::testing::store_conformance::sample_log;
 use stepwise_core::{
     IdempotencyLog, IdempotencyRecord, RunId, RunLease, StepId, Store, StoreError,
 };
 use stepwise_store::SqliteStore;
-
-fn block_on<F: Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread()
-        .build()
-        .unwrap()
-        .block_on(f)
-}
 
 fn record(run: &RunId) -> IdempotencyRecord {
     IdempotencyRecord {

@@ -5,6 +5,9 @@
 //! fail, saying how to get one.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
+use common::block_on;
 use std::sync::{Arc, Mutex};
 
 use stepwise_core::testing::store_conformance::{self, sample_log};
@@ -12,13 +15,6 @@ use stepwise_core::{RunId, RunLease, RunState, Store, StoreError};
 use stepwise_store::PgStore;
 use stepwise_store::postgres::testing::ScratchDb;
 use stepwise_store::postgres::{Migrated, PG_SCHEMA_VERSION, migrate};
-
-fn block_on<F: Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread()
-        .build()
-        .unwrap()
-        .block_on(f)
-}
 
 fn scratch(tag: &str) -> ScratchDb {
     ScratchDb::new(tag).unwrap_or_else(|e| panic!("{e}"))

@@ -10,6 +10,9 @@
     clippy::print_stdout
 )]
 
+mod common;
+
+use common::block_on;
 use std::path::Path;
 use std::process::Command;
 
@@ -21,13 +24,6 @@ use stepwise_core::{
     Event, EventKind, RunId, RunState, RunStatus, RunSummary, Step, StepId, Store,
 };
 use stepwise_store::{FAILPOINT_ENV, SCHEMA_VERSION, SNAPSHOT_MIN_EVENTS, SqliteStore};
-
-fn block_on<F: Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread()
-        .build()
-        .unwrap()
-        .block_on(f)
-}
 
 fn at(i: usize) -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2025, 3, 4, 9, 30, 0).unwrap()

@@ -3,16 +3,12 @@
 //! left it — never after another connection appended, or after a failure.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
+use common::block_on;
 use stepwise_core::testing::store_conformance::sample_log;
 use stepwise_core::{RunId, RunState, Store, StoreError};
 use stepwise_store::SqliteStore;
-
-fn block_on<F: Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread()
-        .build()
-        .unwrap()
-        .block_on(f)
-}
 
 #[test]
 fn appends_through_two_connections_fold_onto_the_file_not_a_stale_cache() {

@@ -21,7 +21,7 @@ pub(crate) fn migrate(flag: Option<&PathBuf>) -> CliResult {
     let name = db::describe(flag);
     let text = match db::url(flag) {
         #[cfg(not(feature = "postgres"))]
-        Some(_) => return Err(crate::error::not_built("postgres").into()),
+        Some(_) => return Err(crate::error::not_built("postgres")),
         #[cfg(feature = "postgres")]
         Some(url) => match postgres::migrate(&url).map_err(|e| CliError::usage(anyhow!(e)))? {
             Migrated { from, to } if from == to => {

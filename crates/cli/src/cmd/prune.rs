@@ -130,13 +130,15 @@ fn busy(run: &RunSummary) -> Option<String> {
 fn delete_one(store: &Db, id: &str) -> CliResult {
     let run = RunId(id.to_owned());
     db::block_on(async {
-        let lease = db::take_lease(store.as_ref(), &run).await?;
+        let lease = db::take_lease(store.as_ref(), &run)
+            .await
+            .map_err(CliError::from)?;
         let state = db::load(store.as_ref(), id).await;
         let result = match state {
-            Ok(state) if state.status == RunStatus::Running => {
-                Err(anyhow!("run {id} is running; cancel it first"))
-            }
-            Ok(_) => store.delete_run(&run, lease.fence),
+            Ok(state) if state.status == RunStatus::Running => Err(CliError::failed(anyhow!(
+                "run {id} is running; cancel it first"
+            ))),
+            Ok(_) => store.delete_run(&run, lease.fence).map_err(CliError::from),
             Err(e) => Err(e),
         };
         if result.is_err() {
@@ -144,7 +146,6 @@ fn delete_one(store: &Db, id: &str) -> CliResult {
         }
         result
     })?
-    .map_err(CliError::from)
 }
 
 /// "1 run", "3 runs".

@@ -58,7 +58,7 @@ pub(crate) fn replay(args: &ReplayArgs, db_flag: Option<&PathBuf>) -> CliResult 
                 engine.start(run_id, &input, constraints, host_json).await
             })
             .await?;
-        anyhow::Ok((original, state, (model.used(), model.len())))
+        Ok::<_, CliError>((original, state, (model.used(), model.len())))
     })??;
     let same = outcome(&original) == outcome(&replayed);
     let text = if args.json {

@@ -11,13 +11,14 @@ use stepwise_core::{Constraints, RunId};
 use crate::cli::RunArgs;
 use crate::config::Config;
 use crate::db;
-use crate::error::{CliError, CliResult, usage};
+use crate::error::{CliError, CliResult};
 use crate::input::{read_constraints, read_json};
 use crate::session::{self, Host, Session};
 
 /// `path` made absolute, so a resume from another directory finds it.
-fn absolute(path: &Path) -> anyhow::Result<PathBuf> {
-    std::path::absolute(path).map_err(|e| usage(anyhow!("cannot resolve {}: {e}", path.display())))
+fn absolute(path: &Path) -> CliResult<PathBuf> {
+    std::path::absolute(path)
+        .map_err(|e| CliError::usage(anyhow!("cannot resolve {}: {e}", path.display())))
 }
 
 /// `stepwise run GOAL --notes DIR`.
@@ -109,7 +110,7 @@ fn detach(
     _: Constraints,
     _: serde_json::Value,
 ) -> CliResult {
-    Err(crate::error::not_built("serve").into())
+    Err(crate::error::not_built("serve"))
 }
 
 /// `run --detach`: the run goes to the queue, for a worker; its id to

@@ -301,7 +301,7 @@ impl Launcher for ServeLauncher {
         };
         // A bad spec or a missing key fails here, before anything is
         // recorded; so does a role's own model (`[roles.NAME]`, as for `run`).
-        let unusable = |e: anyhow::Error| invalid(ErrorCode::UnknownModel, format!("{e:#}"));
+        let unusable = |e: CliError| invalid(ErrorCode::UnknownModel, e.to_string());
         self.config.model(&run.model, &self.cwd).map_err(unusable)?;
         let mut role_models = self.config.role_models();
         for spec in role_models.values_mut() {

@@ -94,7 +94,7 @@ fn listed(mcp_flags: &[String]) -> CliResult<Vec<Listed>> {
             let mcp = crate::mcp::start(&servers, None).await?;
             let infos = mcp.infos();
             mcp.shutdown().await;
-            Ok::<_, anyhow::Error>(infos)
+            Ok::<_, CliError>(infos)
         })??;
         listed.extend(infos.into_iter().map(Listed::mcp));
     }

@@ -60,11 +60,10 @@ impl SharedServers {
         if let Some(running) = servers.get(&key) {
             return Ok(Arc::clone(running));
         }
-        let started = Arc::new(
-            crate::mcp::start(&host.mcp, None)
-                .await
-                .context("cannot start the run's MCP servers")?,
-        );
+        let started = Arc::new(crate::mcp::start(&host.mcp, None).await.map_err(|e| {
+            e.into_anyhow()
+                .context("cannot start the run's MCP servers")
+        })?);
         servers.insert(key, Arc::clone(&started));
         Ok(started)
     }
@@ -118,7 +117,10 @@ impl Wiring<'_> {
             None => Servers::Own(
                 crate::mcp::start(&self.host.mcp, self.mcp_log.as_deref())
                     .await
-                    .context("cannot start the run's MCP servers")?,
+                    .map_err(|e| {
+                        e.into_anyhow()
+                            .context("cannot start the run's MCP servers")
+                    })?,
             ),
         };
         let built =
@@ -134,7 +136,7 @@ impl Wiring<'_> {
             Ok(engine) => engine,
             Err(e) => {
                 mcp.shutdown().await;
-                return Err(e);
+                return Err(e.into_anyhow());
             }
         };
         let mut engine = engine.with_idempotency_log(self.idempotency);

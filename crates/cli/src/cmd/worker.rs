@@ -248,7 +248,7 @@ async fn work(ctx: Arc<Ctx>, job: Job, again: Option<Resume>) -> anyhow::Result<
     if host.strategy.is_empty() {
         host.strategy = stepwise_core::strategy::DEFAULT_STRATEGY.to_owned();
     }
-    let loaded = crate::session::load_notes(&host.notes, true)?;
+    let loaded = crate::session::load_notes(&host.notes, true).map_err(CliError::into_anyhow)?;
     let picked = existing
         .as_ref()
         .map(|state| pickup::pickup(state, &host, &loaded, asked, &ctx.id));
@@ -256,7 +256,7 @@ async fn work(ctx: Arc<Ctx>, job: Job, again: Option<Resume>) -> anyhow::Result<
         return Ok(Outcome::Done(state.status)); // resuming would only repeat itself
     }
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
-    let config = Config::load(&cwd)?;
+    let config = Config::load(&cwd).map_err(CliError::into_anyhow)?;
     let lost = Arc::new(AtomicBool::new(false));
     let prior = existing
         .as_ref()

@@ -74,7 +74,7 @@ impl McpServers {
 pub(crate) async fn start(
     servers: &BTreeMap<String, ServerConfig>,
     _log: Option<&Path>,
-) -> anyhow::Result<McpServers> {
+) -> crate::error::CliResult<McpServers> {
     if servers.is_empty() {
         return Ok(McpServers::none());
     }

@@ -13,7 +13,7 @@ use stepwise_tools::notes::Corpus;
 
 use crate::cli::ApproveMode;
 use crate::config::{Config, ModelChoice};
-use crate::error::UsageError;
+use crate::error::{CliError, CliResult};
 
 use super::approvers::{Ask, ReviewBy};
 use super::roles::{GivenPlan, load_prompts, role_choices, roles, strategy};
@@ -94,7 +94,7 @@ impl<'a> EngineBuilder<'a> {
 
     /// As a run's settings say: its strategy (an unknown one is a usage
     /// error), workspace, given plan, review, prompts and concurrency.
-    pub(crate) fn for_host(host: &'a Host, corpus: Arc<Corpus>) -> anyhow::Result<Self> {
+    pub(crate) fn for_host(host: &'a Host, corpus: Arc<Corpus>) -> CliResult<Self> {
         let mut builder = Self::new(corpus, strategy(&host.strategy)?);
         builder.host = Some(host);
         Ok(builder)
@@ -109,7 +109,7 @@ impl<'a> EngineBuilder<'a> {
         corpus: Arc<Corpus>,
         approve: ApproveMode,
         cwd: &Path,
-    ) -> anyhow::Result<Self> {
+    ) -> CliResult<Self> {
         let model = config.model(&host.model, cwd)?;
         let mut builder = Self::for_host(host, corpus)?;
         builder.stream_plans = config.stream_plans();
@@ -140,16 +140,13 @@ impl<'a> EngineBuilder<'a> {
     }
 
     /// The engine, without sinks.
-    pub(crate) fn build(self) -> anyhow::Result<Engine> {
+    pub(crate) fn build(self) -> CliResult<Engine> {
         let host = self.host;
         let mut tools = ToolRegistry::new();
         stepwise_tools::register_notes_tools(&mut tools, Arc::clone(&self.corpus));
         if let Some(dir) = host.and_then(|h| h.workspace.as_ref()) {
             let tool = stepwise_tools::WriteFile::new(dir).map_err(|e| {
-                anyhow::Error::new(UsageError(anyhow!(
-                    "cannot use workspace {}: {e}",
-                    dir.display()
-                )))
+                CliError::usage(anyhow!("cannot use workspace {}: {e}", dir.display()))
             })?;
             tools.register(tool);
         }

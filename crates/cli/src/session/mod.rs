@@ -27,6 +27,7 @@ use crate::cli::ApproveMode;
 use crate::config::{Config, ModelChoice};
 
 use crate::db::{self, Db};
+use crate::error::{CliError, CliResult};
 use crate::progress::{Mode, Progress};
 
 /// A run being worked on: the engine, what it writes to, and the MCP
@@ -51,7 +52,7 @@ impl Session {
         host: &Host,
         corpus: Arc<Corpus>,
         approve: ApproveMode,
-    ) -> anyhow::Result<Session> {
+    ) -> CliResult<Session> {
         let cwd = std::env::current_dir().context("cannot read the current directory")?;
         let config = Config::load(&cwd)?;
         let engine = EngineBuilder::for_run(&config, host, corpus, approve, &cwd)?;
@@ -66,7 +67,7 @@ impl Session {
         corpus: Arc<Corpus>,
         model: Arc<stepwise_llm::replay::ReplayModel>,
         original: &RunState,
-    ) -> anyhow::Result<Session> {
+    ) -> CliResult<Session> {
         // Retried as a run here would be, so the recorded attempts line up.
         let cwd = std::env::current_dir().context("cannot read the current directory")?;
         let policy = Config::load(&cwd)?.call_policy(&host.model);
@@ -99,14 +100,14 @@ impl Session {
         run: &stepwise_core::RunId,
         engine: EngineBuilder<'_>,
         host: &Host,
-    ) -> anyhow::Result<Session> {
+    ) -> CliResult<Session> {
         let log = crate::mcp::log_path(store.file(), run.as_str());
         let mcp = crate::mcp::start(&host.mcp, log.as_deref()).await?;
         let lease = match db::take_lease(store.as_ref(), run).await {
             Ok(lease) => lease,
             Err(e) => {
                 mcp.shutdown().await;
-                return Err(e);
+                return Err(e.into());
             }
         };
         let (tx, events) = tokio::sync::mpsc::unbounded_channel();
@@ -157,7 +158,7 @@ impl Session {
         quiet: bool,
         so_far: Option<RunState>,
         work: impl FnOnce(Engine) -> F,
-    ) -> anyhow::Result<RunState>
+    ) -> CliResult<RunState>
     where
         F: std::future::Future<Output = Result<RunState, EngineError>>,
     {
@@ -203,9 +204,9 @@ impl Session {
                 // With its history, as the output and `show` give it.
                 db::load(store.as_ref(), state.run_id.as_str()).await
             }
-            None => Err(anyhow::Error::new(crate::mcp::Interrupted(format!(
+            None => Err(CliError::interrupted(format!(
                 "interrupted; the MCP servers were stopped. `stepwise resume {run}` continues the run"
-            )))),
+            ))),
         }
     }
 }

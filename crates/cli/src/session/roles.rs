@@ -14,19 +14,19 @@ use stepwise_llm::roles::{Prompts, llm_roles};
 use stepwise_tools::notes::Corpus;
 
 use crate::config::{Config, ModelChoice};
-use crate::error::UsageError;
+use crate::error::{CliError, CliResult};
 
 use crate::host::Host;
 
 /// The built-in strategy called `name`; an unknown name is a usage error
 /// listing the valid ones.
-pub(crate) fn strategy(name: &str) -> anyhow::Result<Arc<dyn Strategy>> {
+pub(crate) fn strategy(name: &str) -> CliResult<Arc<dyn Strategy>> {
     let registry = StrategyRegistry::builtin();
     registry.get(name).ok_or_else(|| {
-        anyhow::Error::new(UsageError(anyhow!(
+        CliError::usage(anyhow!(
             "unknown strategy `{name}`; expected one of: {}",
             registry.names().join(", ")
-        )))
+        ))
     })
 }
 
@@ -37,7 +37,7 @@ pub(crate) fn roles(
     prompts: Option<&Path>,
     corpus: Arc<Corpus>,
     replay: bool,
-) -> anyhow::Result<Roles> {
+) -> CliResult<Roles> {
     let Some(ModelChoice { model, policy }) = model else {
         return Ok(stepwise_llm::offline::roles(corpus));
     };
@@ -50,11 +50,10 @@ pub(crate) fn roles(
 }
 
 /// The prompt templates: a folder's, or the built-in ones.
-pub(super) fn load_prompts(dir: Option<&Path>) -> anyhow::Result<Prompts> {
+pub(super) fn load_prompts(dir: Option<&Path>) -> CliResult<Prompts> {
     match dir {
-        Some(dir) => Prompts::from_dir(dir).map_err(|e| {
-            anyhow::Error::new(UsageError(anyhow!("--prompts {}: {e}", dir.display())))
-        }),
+        Some(dir) => Prompts::from_dir(dir)
+            .map_err(|e| CliError::usage(anyhow!("--prompts {}: {e}", dir.display()))),
         None => Ok(Prompts::embedded()),
     }
 }
@@ -64,12 +63,11 @@ pub(crate) fn role_choices(
     config: &Config,
     host: &Host,
     cwd: &Path,
-) -> anyhow::Result<Vec<(RoleName, ModelChoice)>> {
+) -> CliResult<Vec<(RoleName, ModelChoice)>> {
     let mut out = Vec::new();
     for (name, spec) in &host.role_models {
-        let role = crate::config::role_named(name).ok_or_else(|| {
-            anyhow::Error::new(UsageError(anyhow!("[roles.{name}]: no such role")))
-        })?;
+        let role = crate::config::role_named(name)
+            .ok_or_else(|| CliError::usage(anyhow!("[roles.{name}]: no such role")))?;
         if let Some(choice) = config.model(spec, cwd)? {
             out.push((role, choice));
         }

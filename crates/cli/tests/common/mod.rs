@@ -15,6 +15,8 @@
 //! default database with [`Stepwise::default_db`].
 #![allow(dead_code, clippy::unwrap_used, clippy::panic)]
 
+pub(crate) mod log;
+
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{

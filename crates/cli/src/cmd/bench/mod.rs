@@ -25,7 +25,7 @@ use self::report::{RunRow, csv, routing_accuracy, summarize, tables};
 use self::suite::{Suite, Task};
 use crate::cli::BenchArgs;
 use crate::config::{Config, ModelChoice};
-use crate::error::{CliError, CliResult, usage};
+use crate::error::{CliError, CliResult};
 use crate::output;
 use crate::render::{duration, plural, plural_u64};
 use crate::session::{self, EngineBuilder};
@@ -40,7 +40,8 @@ async fn run_one(
 ) -> anyhow::Result<(RunState, u64)> {
     let engine = EngineBuilder::new(Arc::clone(corpus), Arc::clone(strategy))
         .model(model.cloned())
-        .build()?;
+        .build()
+        .map_err(CliError::into_anyhow)?;
     let started = Instant::now();
     let state = engine
         .run(&task.goal, task.constraints.clone())
@@ -75,7 +76,7 @@ fn progress_line(n: usize, total: usize, row: &RunRow) -> String {
 
 /// The strategies asked for, each once, in the order given (all built-in
 /// ones when none is).
-fn strategies(names: &[String]) -> anyhow::Result<Vec<Arc<dyn Strategy>>> {
+fn strategies(names: &[String]) -> CliResult<Vec<Arc<dyn Strategy>>> {
     if names.is_empty() {
         return Ok(cmd::strategies::builtin());
     }
@@ -102,8 +103,8 @@ pub(crate) fn bench(args: &BenchArgs) -> CliResult {
     for task in &suite.tasks {
         if !corpora.contains_key(&task.notes) {
             let corpus = session::load_corpus(&task.notes, args.quiet)
-                .with_context(|| format!("task {:?}", task.id))
-                .map_err(|e| usage(anyhow!("suite {}: {e:#}", args.suite.display())))?;
+                .map_err(|e| e.context(format!("task {:?}", task.id)))
+                .map_err(|e| CliError::usage(anyhow!("suite {}: {e:#}", args.suite.display())))?;
             corpora.insert(task.notes.clone(), Arc::new(corpus));
         }
     }

@@ -12,7 +12,7 @@ use serde_json::Value;
 use stepwise_core::decision::Route;
 use stepwise_core::{Constraints, RunState, RunStatus};
 
-use crate::error::usage;
+use crate::error::{CliError, CliResult};
 use crate::input::read_constraints;
 
 /// A suite file as written (TOML).
@@ -222,16 +222,16 @@ pub(crate) struct Suite {
 
 impl Suite {
     /// Reads a suite file; any problem is a usage error naming the file and task.
-    pub(crate) fn load(path: &Path) -> anyhow::Result<Suite> {
+    pub(crate) fn load(path: &Path) -> CliResult<Suite> {
         let name = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|e| {
             let e = e.to_string();
             let e = e.split(" (os error ").next().unwrap_or_default();
-            usage(anyhow!(
+            CliError::usage(anyhow!(
                 "cannot read suite {name}: {e} (pass a suite file; the default, examples/bench/suite.toml, is relative to the repository root)"
             ))
         })?;
-        Suite::parse(&text, path).map_err(|e| usage(anyhow!("suite {name}: {e:#}")))
+        Suite::parse(&text, path).map_err(|e| CliError::usage(anyhow!("suite {name}: {e:#}")))
     }
 
     fn parse(text: &str, path: &Path) -> anyhow::Result<Suite> {
