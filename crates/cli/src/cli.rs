@@ -58,6 +58,12 @@ pub(crate) enum Command {
     /// tokens (filtered with --status, --since, --goal, --limit); or delete
     /// them (`runs delete`, `runs prune`).
     Runs(RunsArgs),
+    /// Run health over the run database: runs by final status, the
+    /// closed-loop rate (ok without a person), the recovered rate (ok after
+    /// a pause or a crash, and what it took), duration (mean, p95), model
+    /// calls, tokens and replans per run; all runs, by strategy, by model.
+    #[command(after_help = exit_codes(&[Failed, Usage]))]
+    Stats(StatsArgs),
     /// Show one run: its plan (or its events, or a Mermaid DAG).
     Show(ShowArgs),
     /// Approve what a paused run waits for: its plan version, or side-effect
@@ -481,6 +487,19 @@ pub(crate) struct RunsArgs {
     /// At most this many runs (the newest).
     #[arg(long, value_name = "N", value_parser = at_least_one)]
     pub(crate) limit: Option<usize>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct StatsArgs {
+    /// Print the figures as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// Only runs started within this long (e.g. 30m, 2h, 7d).
+    #[arg(long, value_name = "DURATION", value_parser = crate::filters::duration)]
+    pub(crate) since: Option<chrono::Duration>,
+    /// Only runs of this strategy (repeatable, or a comma list).
+    #[arg(long, value_name = "NAME", value_delimiter = ',')]
+    pub(crate) strategy: Vec<String>,
 }
 
 #[derive(Debug, Subcommand)]

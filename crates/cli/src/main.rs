@@ -84,6 +84,7 @@ fn dispatch(cli: &Cli) -> CliResult {
     match &cli.command {
         Command::Run(args) => cmd::run::run(args, db),
         Command::Resume(args) => cmd::resume::resume(args, db),
+        Command::Stats(args) => cmd::stats::stats(args, db),
         Command::Runs(args) => match &args.action {
             None => cmd::runs::runs(args, db),
             Some(_) if let Some(flag) = cmd::runs::listing_flag(args) => {

@@ -51,6 +51,7 @@ pub mod retry;
 pub mod roles;
 pub mod scheduler;
 pub mod state;
+pub mod stats;
 pub mod step_status;
 pub mod store;
 pub mod strategy;

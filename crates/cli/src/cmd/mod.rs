@@ -21,6 +21,7 @@ pub(crate) mod runs;
 #[cfg(feature = "serve")]
 pub(crate) mod serve;
 pub(crate) mod show;
+pub(crate) mod stats;
 pub(crate) mod strategies;
 pub(crate) mod tools;
 #[cfg(feature = "serve")]
