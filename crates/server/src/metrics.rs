@@ -6,7 +6,9 @@
 //!   approvals pending (steps and plan versions waiting for a person);
 //! - counted from the events this server's runs record, since it started:
 //!   step latency (a histogram, by outcome), model calls, tokens and cost by
-//!   model, and runs this server worked on, by how the work ended.
+//!   model, and the runs this server took from `run_started` to their end:
+//!   their duration (a histogram, by status) and how many reached `ok`
+//!   without a person (the closed loop) or after a resume (recovered).
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
@@ -21,7 +23,12 @@ const BUCKETS: [f64; 12] = [
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
 ];
 
-/// A latency histogram.
+/// Upper bounds of the run duration buckets, in seconds.
+const RUN_BUCKETS: [f64; 12] = [
+    0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 1800.0, 3600.0, 14400.0,
+];
+
+/// A latency histogram over `BUCKETS` (steps) or `RUN_BUCKETS` (runs).
 #[derive(Debug, Clone, Default)]
 struct Histogram {
     counts: [u64; BUCKETS.len()],
@@ -31,7 +38,11 @@ struct Histogram {
 
 impl Histogram {
     fn observe(&mut self, seconds: f64) {
-        for (bound, count) in BUCKETS.iter().zip(self.counts.iter_mut()) {
+        self.observe_in(&BUCKETS, seconds);
+    }
+
+    fn observe_in(&mut self, buckets: &[f64; BUCKETS.len()], seconds: f64) {
+        for (bound, count) in buckets.iter().zip(self.counts.iter_mut()) {
             if seconds <= *bound {
                 *count += 1;
             }
@@ -48,10 +59,31 @@ struct ModelTotals {
     failed_calls: u64,
 }
 
+/// What this server saw of a run it recorded `run_started` for.
+#[derive(Debug, Clone, Copy)]
+struct Seen {
+    started: DateTime<Utc>,
+    /// It stopped for a person (needs_review, awaiting_approval).
+    paused: bool,
+    /// A person decided something (a plan or step approved or refused by
+    /// someone other than `auto`, a rejection).
+    decided: bool,
+    /// It was resumed (after a pause or a crash).
+    resumed: bool,
+}
+
 #[derive(Debug, Default)]
 struct Counted {
     /// When each step attempt in flight started.
     started: HashMap<(RunId, StepId), DateTime<Utc>>,
+    /// Runs seen from their `run_started`, until they end.
+    runs: HashMap<RunId, Seen>,
+    /// Run durations (run_started to the end) by final status.
+    durations: BTreeMap<&'static str, Histogram>,
+    /// Runs taken from run_started to ok with no pause and no decision.
+    closed_loop: u64,
+    /// Runs taken to ok after a resume.
+    recovered: u64,
     /// Step latency by outcome (`succeeded`, `failed`).
     steps: BTreeMap<&'static str, Histogram>,
     models: BTreeMap<String, ModelTotals>,
@@ -95,10 +127,48 @@ impl Metrics {
                     Self::finished(&mut c, run, step, event.at, "failed");
                 }
                 EventKind::ModelCalled { exchange, .. } => Self::model(&mut c, exchange),
-                EventKind::RunCancelled { .. }
-                | EventKind::RunFailed { .. }
-                | EventKind::AwaitingApproval { .. }
-                | EventKind::NeedsReview { .. } => {
+                EventKind::RunStarted { .. } => {
+                    let seen = Seen {
+                        started: event.at,
+                        paused: false,
+                        decided: false,
+                        resumed: false,
+                    };
+                    c.runs.insert(run.clone(), seen);
+                }
+                EventKind::RunResumed { .. } => {
+                    if let Some(seen) = c.runs.get_mut(run) {
+                        seen.resumed = true;
+                    }
+                }
+                EventKind::PlanApproved { by, .. }
+                | EventKind::ApprovalGranted { by, .. }
+                | EventKind::ApprovalDenied { by, .. }
+                    if by != "auto" =>
+                {
+                    if let Some(seen) = c.runs.get_mut(run) {
+                        seen.decided = true;
+                    }
+                }
+                EventKind::PlanRejected { .. } => {
+                    if let Some(seen) = c.runs.get_mut(run) {
+                        seen.decided = true;
+                    }
+                }
+                EventKind::Synthesized { .. } => Self::ended(&mut c, run, event.at, "ok"),
+                EventKind::RunCancelled { .. } | EventKind::RunFailed { .. } => {
+                    let status = if matches!(event.kind, EventKind::RunFailed { .. }) {
+                        "failed"
+                    } else {
+                        "cancelled"
+                    };
+                    Self::ended(&mut c, run, event.at, status);
+                    c.started.retain(|(r, _), _| r != run);
+                }
+                EventKind::AwaitingApproval { .. } | EventKind::NeedsReview { .. } => {
+                    if let Some(seen) = c.runs.get_mut(run) {
+                        seen.paused = true;
+                    }
                     c.started.retain(|(r, _), _| r != run);
                 }
                 _ => {}
@@ -123,6 +193,27 @@ impl Metrics {
         if let Some(started) = c.started.remove(&(run.clone(), step.clone())) {
             let seconds = (at - started).num_microseconds().unwrap_or(0).max(0) as f64 / 1e6;
             c.steps.entry(outcome).or_default().observe(seconds);
+        }
+    }
+
+    /// A run seen from its start ended with `status`: its duration, and
+    /// whether it closed the loop or recovered.
+    fn ended(c: &mut Counted, run: &RunId, at: DateTime<Utc>, status: &'static str) {
+        let Some(seen) = c.runs.remove(run) else {
+            return;
+        };
+        let seconds = (at - seen.started).num_microseconds().unwrap_or(0).max(0) as f64 / 1e6;
+        c.durations
+            .entry(status)
+            .or_default()
+            .observe_in(&RUN_BUCKETS, seconds);
+        if status == "ok" {
+            if !seen.paused && !seen.decided {
+                c.closed_loop += 1;
+            }
+            if seen.resumed {
+                c.recovered += 1;
+            }
         }
     }
 
@@ -224,6 +315,51 @@ impl Metrics {
                 h.count
             );
         }
+
+        header(
+            &mut out,
+            "stepwise_run_duration_seconds",
+            "histogram",
+            "Runs this server took from run_started to their end, by final status (ok, failed, cancelled).",
+        );
+        for status in ["ok", "failed", "cancelled"] {
+            let h = c.durations.get(status).cloned().unwrap_or_default();
+            for (bound, count) in RUN_BUCKETS.iter().zip(h.counts.iter()) {
+                let _ = writeln!(
+                    out,
+                    "stepwise_run_duration_seconds_bucket{{status=\"{status}\",le=\"{bound}\"}} {count}"
+                );
+            }
+            let _ = writeln!(
+                out,
+                "stepwise_run_duration_seconds_bucket{{status=\"{status}\",le=\"+Inf\"}} {}",
+                h.count
+            );
+            let _ = writeln!(
+                out,
+                "stepwise_run_duration_seconds_sum{{status=\"{status}\"}} {}",
+                h.sum
+            );
+            let _ = writeln!(
+                out,
+                "stepwise_run_duration_seconds_count{{status=\"{status}\"}} {}",
+                h.count
+            );
+        }
+        header(
+            &mut out,
+            "stepwise_runs_closed_loop_total",
+            "counter",
+            "Runs this server took from run_started to ok with no pause and no decision by a person.",
+        );
+        let _ = writeln!(out, "stepwise_runs_closed_loop_total {}", c.closed_loop);
+        header(
+            &mut out,
+            "stepwise_runs_recovered_total",
+            "counter",
+            "Runs this server took from run_started to ok after a resume (of a pause or a crash).",
+        );
+        let _ = writeln!(out, "stepwise_runs_recovered_total {}", c.recovered);
 
         header(
             &mut out,
@@ -362,6 +498,100 @@ mod tests {
             "{text}"
         );
         assert_eq!(escape("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+    }
+
+    #[test]
+    fn runs_are_timed_and_counted_as_closed_loop_or_recovered() {
+        let started = |run: &str| EventKind::RunStarted {
+            run_id: RunId(run.into()),
+            input: "g".into(),
+            constraints: Box::default(),
+            max_replans: 1,
+            max_steps: 5,
+            max_repairs: 1,
+            host: serde_json::Value::Null,
+            strategy: "plan-execute".into(),
+        };
+        let synthesized = || EventKind::Synthesized {
+            report: String::new(),
+            evidence: Vec::new(),
+            rejected_evidence: Vec::new(),
+            usage: Usage::default(),
+        };
+        let m = Metrics::default();
+        let (alone, paused, failed) = (RunId("a".into()), RunId("p".into()), RunId("f".into()));
+        m.observe(
+            &alone,
+            &[ev(1, 0, started("a")), ev(2, 2_000, synthesized())],
+        );
+        m.observe(
+            &paused,
+            &[
+                ev(1, 0, started("p")),
+                ev(
+                    2,
+                    100,
+                    EventKind::AwaitingApproval {
+                        steps: vec![StepId::new("save")],
+                        plan_version: None,
+                    },
+                ),
+            ],
+        );
+        m.observe(
+            &paused,
+            &[
+                ev(
+                    3,
+                    60_000,
+                    EventKind::ApprovalGranted {
+                        step: StepId::new("save"),
+                        args_hash: "h".into(),
+                        by: "alice".into(),
+                    },
+                ),
+                ev(
+                    4,
+                    61_000,
+                    EventKind::RunResumed {
+                        by: "alice".into(),
+                        max_replans: None,
+                        max_steps: None,
+                        changed: Vec::new(),
+                        sources_changed: false,
+                        host: serde_json::Value::Null,
+                    },
+                ),
+                ev(5, 62_000, synthesized()),
+            ],
+        );
+        m.observe(
+            &failed,
+            &[
+                ev(1, 0, started("f")),
+                ev(
+                    2,
+                    50,
+                    EventKind::RunFailed {
+                        error: "boom".into(),
+                        usage: Usage::default(),
+                    },
+                ),
+            ],
+        );
+        let text = m.render(&Snapshot::default(), &|_, _| None);
+        for line in [
+            "stepwise_runs_closed_loop_total 1\n",
+            "stepwise_runs_recovered_total 1\n",
+            "stepwise_run_duration_seconds_count{status=\"ok\"} 2\n",
+            "stepwise_run_duration_seconds_sum{status=\"ok\"} 64\n",
+            "stepwise_run_duration_seconds_bucket{status=\"ok\",le=\"5\"} 1\n",
+            "stepwise_run_duration_seconds_bucket{status=\"ok\",le=\"60\"} 1\n",
+            "stepwise_run_duration_seconds_bucket{status=\"ok\",le=\"300\"} 2\n",
+            "stepwise_run_duration_seconds_count{status=\"failed\"} 1\n",
+        ] {
+            assert!(text.contains(line), "{line} not in:\n{text}");
+        }
     }
 
     #[test]
