@@ -191,6 +191,12 @@ fn approval_flow(name: &str, cut_streams: bool) -> (Value, Value) {
     // The list row and the report's citation came from the same output.
     assert_eq!(seen["listed"][1], "ok", "{seen}");
     assert_eq!(seen["listed"][4], "2/2", "{seen}");
+    // The one run, approved by a person on the way: ok, not closed-loop,
+    // recovered from its pause.
+    let health = seen["health"].as_str().unwrap();
+    assert!(health.starts_with("1 runs · 1 ok · "), "{health}");
+    assert!(health.contains("closed loop 0%"), "{health}");
+    assert!(health.contains("recovered 100%"), "{health}");
     let quotes: Vec<&str> = shown["evidence"]
         .as_array()
         .unwrap()

@@ -441,9 +441,10 @@ async fn logged(server: &Server, token: &str, run: &str) -> Vec<Value> {
 }
 
 /// Every route of the API, with `{id}` for the run.
-const ROUTES: [(&str, &str); 10] = [
+const ROUTES: [(&str, &str); 11] = [
     ("POST", "/v1/runs"),
     ("GET", "/v1/runs"),
+    ("GET", "/v1/stats"),
     ("GET", "/v1/runs/{id}"),
     ("GET", "/v1/runs/{id}/events"),
     ("GET", "/v1/runs/{id}/approvals"),
@@ -2377,6 +2378,7 @@ async fn every_documented_route_answers_as_its_schema_says() {
     keep("POST", "/v1/runs", &refused);
     server.wait_for(ACME, &run, &["awaiting_approval"]).await;
     keep("GET", "/v1/runs", &server.get("/v1/runs", ACME).await);
+    keep("GET", "/v1/stats", &server.get("/v1/stats", ACME).await);
     keep(
         "GET",
         "/v1/runs/{id}",

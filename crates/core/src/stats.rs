@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::event::EventKind;
@@ -108,7 +109,7 @@ impl RunFacts {
 }
 
 /// The figures of a set of runs.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Figures {
     /// Runs counted.
     pub runs: usize,
@@ -139,7 +140,7 @@ pub struct Figures {
 }
 
 /// Every figure, over all runs and by strategy and by model.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Stats {
     /// All the runs counted.
     pub all: Figures,

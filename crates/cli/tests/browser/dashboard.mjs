@@ -120,8 +120,11 @@ try { drive: {
   await page.click('a[href="#/"]');
   await page.waitForSelector(`#runs tr[data-run="${runId}"][data-status="ok"]`);
   const listed = await page.locator(`#runs tr[data-run="${runId}"] td`).allTextContents();
+  // Run health above the list (GET /v1/stats).
+  await page.waitForFunction(() => (document.querySelector('#stats')?.textContent || '').includes('closed loop'));
+  const health = await page.locator('#stats').textContent();
 
-  console.log(JSON.stringify({ runId, tool, args, saveStatusBefore, runStatusBefore, citedQuote, listed, errors, streams, ...seen }));
+  console.log(JSON.stringify({ runId, tool, args, saveStatusBefore, runStatusBefore, citedQuote, listed, health, errors, streams, ...seen }));
 } } finally {
   await context.close();
 }

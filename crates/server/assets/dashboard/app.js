@@ -181,6 +181,7 @@ function runsView() {
   const text = h('input', { id: 'filter-goal', type: 'search', placeholder: 'goal or run id contains…' });
   const body = h('tbody', {});
   const more = h('p', { class: 'muted' });
+  const health = h('p', { id: 'stats', class: 'muted' });
   const params = new URLSearchParams(location.hash.split('?')[1] || '');
   status.value = params.get('status') || '';
   let cursor = params.get('cursor') || '';
@@ -192,6 +193,7 @@ function runsView() {
     if (status.value) q.set('status', status.value);
     if (cursor) q.set('cursor', cursor);
     const list = await api(`/v1/runs?${q}`);
+    drawStats(await api('/v1/stats'));
     const needle = text.value.trim().toLowerCase();
     const rows = list.runs.filter((r) => !needle || r.goal.toLowerCase().includes(needle) || r.run_id.includes(needle));
     put(body, ...rows.map((r) => h('tr', { 'data-run': r.run_id, 'data-status': r.status },
@@ -210,6 +212,20 @@ function runsView() {
       cursor ? h('a', { href: '#/', onclick: () => { cursor = ''; } }, ' first page') : '',
       list.next_cursor ? h('a', { href: `#/?cursor=${encodeURIComponent(list.next_cursor)}${status.value ? `&status=${status.value}` : ''}` }, ' next page →') : '');
   }
+  // Run health over all the tenant's runs (GET /v1/stats, as `stepwise stats`).
+  function drawStats(stats) {
+    const a = stats.all;
+    if (!a.runs) { put(health, ''); return; }
+    const pct = (x) => `${Math.round(x * 100)}%`;
+    const secs = (ms) => (ms === null || ms === undefined ? '—' : ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`);
+    put(health,
+      `${a.runs} runs · ${a.by_status.ok || 0} ok · `,
+      h('span', { title: 'ok with no pause and no decision by a person' }, `closed loop ${pct(a.closed_loop_rate)}`),
+      ' · ',
+      h('span', { title: 'ok after a pause or a crash' }, `recovered ${pct(a.recovered_rate)}`),
+      ` · duration mean ${secs(a.duration_mean_ms)}, p95 ${secs(a.duration_p95_ms)}`,
+      ` · per run: ${a.model_calls_per_run.toFixed(1)} model calls, ${Math.round(a.tokens_per_run)} tokens, ${a.replans_per_run.toFixed(2)} replans`);
+  }
   async function tick() {
     if (stopped) return;
     try { await load(); } catch (e) {
@@ -225,6 +241,7 @@ function runsView() {
     submitForm(),
     h('section', { class: 'card' },
       h('h2', {}, 'Runs ', h('small', { class: 'muted' }, `(refreshed every ${LIST_POLL_MS / 1000} s)`)),
+      health,
       h('div', { class: 'filters' }, status, ' ', text),
       h('table', { id: 'runs' },
         h('thead', {}, h('tr', {}, ['run', 'status', 'goal', 'strategy', 'steps', 'replans', 'tokens', 'cost', 'age', 'held by'].map((c) => h('th', {}, c)))),

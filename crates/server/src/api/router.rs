@@ -18,7 +18,7 @@ use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::events;
 
 use super::approvals::{approvals, approve, reject};
-use super::runs::{cancel, get_run, list, resume, submit};
+use super::runs::{cancel, get_run, list, resume, stats, submit};
 use crate::extract::AppState;
 
 async fn openapi(State(AppState(shared)): State<AppState>) -> axum::response::Response {
@@ -104,6 +104,15 @@ pub(crate) fn router(state: AppState) -> (axum::Router, OpenApi) {
                     .tag("runs")
                     .summary("List runs")
                     .description("The tenant's runs, newest first, optionally of one status, a page at a time (`cursor`).")
+            }),
+        )
+        .api_route(
+            "/v1/stats",
+            get_with(stats, |op| {
+                op.id("runStats")
+                    .tag("runs")
+                    .summary("Run health")
+                    .description("What `stepwise stats --json` prints, over the tenant's runs: runs by status, the closed-loop rate (ok with no pause and no decision by a person), the recovered rate (ok after a pause or a crash) and what recovering took, duration mean and p95, model calls, tokens and replans per run; all, by strategy and by model.")
             }),
         )
         .api_route(

@@ -224,6 +224,38 @@ pub(super) async fn list(
     Ok(Json(RunList { runs, next_cursor }))
 }
 
+/// `GET /v1/stats`: run health over the tenant's runs (see
+/// `stepwise_core::stats`), each run read from its log.
+pub(super) async fn stats(
+    tenant: Tenant,
+    State(AppState(shared)): State<AppState>,
+) -> ApiResult<Json<stepwise_core::stats::Stats>> {
+    let summaries = shared
+        .store
+        .list_runs()
+        .await
+        .map_err(|e| ApiError::internal(&e.to_string()))?;
+    let mut facts = Vec::new();
+    for s in summaries {
+        if !shared.owns_run(&tenant, &s.run_id).await {
+            continue;
+        }
+        let state = shared
+            .store
+            .state(&s.run_id)
+            .await
+            .map_err(|e| ApiError::internal(&e.to_string()))?;
+        let model = state
+            .host
+            .get("model")
+            .and_then(|m| m.as_str())
+            .unwrap_or("-")
+            .to_owned();
+        facts.push(stepwise_core::stats::RunFacts::of(&state, &model));
+    }
+    Ok(Json(stepwise_core::stats::stats(&facts)))
+}
+
 pub(super) async fn get_run(
     tenant: Tenant,
     State(AppState(shared)): State<AppState>,
