@@ -155,6 +155,12 @@ fn a_run_pauses_is_approved_and_resumed_on_postgres_like_on_sqlite() {
     let runs = on(db.url(), &["runs", "--json"]);
     assert_eq!(runs.json()[0]["run_id"], "run_pg_cli");
     assert_eq!(runs.json()[0]["status"], "ok");
+    // Run health reads the same log: one run, ok after its pause and alice's
+    // approval, so recovered and not closed-loop.
+    let stats = on(db.url(), &["stats", "--json"]).json();
+    assert_eq!(stats["all"]["runs"], 1, "{stats}");
+    assert_eq!(stats["all"]["recovered"], 1, "{stats}");
+    assert_eq!(stats["all"]["closed_loop"], 0, "{stats}");
     // Every event the approve and the resume appended carried their lease's fence.
     let unfenced = db
         .query("SELECT count(*) FROM stepwise.events WHERE fence IS NULL")
