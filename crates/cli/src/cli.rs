@@ -638,6 +638,12 @@ pub(crate) struct BenchArgs {
     #[arg(long, value_name = "SPEC")]
     pub(crate) model: Option<String>,
 
+    /// Run each task this many times per strategy and report plan
+    /// instability: how often a repeat's first plan differs in structure
+    /// from the first repeat's.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = at_least_one)]
+    pub(crate) repeat: usize,
+
     /// No progress on stderr.
     #[arg(long, short)]
     pub(crate) quiet: bool,

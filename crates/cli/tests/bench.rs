@@ -368,3 +368,38 @@ fn with_typed_criteria_plan_execute_costs_two_model_calls_where_react_costs_four
     assert_eq!(n(&plan_execute["model_calls"]), 2, "{plan_execute}");
     assert_eq!(n(&react["model_calls"]), 4, "{react}");
 }
+
+#[test]
+fn repeats_measure_how_often_the_same_request_gets_another_plan() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/bench/instability");
+    let model = format!("script:{}", dir.join("script.jsonl").display());
+    let out = bench_of(
+        &dir.join("suite.toml"),
+        "plan-execute",
+        &["--model", &model, "--repeat", "3", "--json", "--quiet"],
+        "instability",
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let json: Value = serde_json::from_str(&out.stdout).unwrap();
+    let runs = json["runs"].as_array().unwrap();
+    let repeats: Vec<u64> = runs.iter().map(|r| n(&r["repeat"])).collect();
+    assert_eq!(repeats, [1, 2, 3]);
+    // The second plan rewords one search and adds a step; the third is the first.
+    assert!(runs[0].get("plan_changes").is_none(), "{}", runs[0]);
+    assert_eq!(n(&runs[1]["plan_changes"]), 2, "{}", runs[1]);
+    assert_eq!(n(&runs[2]["plan_changes"]), 0, "{}", runs[2]);
+    let unstable = &json["instability"][0];
+    assert_eq!(unstable["strategy"], "plan-execute");
+    assert_eq!(n(&unstable["compared"]), 2);
+    assert_eq!(n(&unstable["changed"]), 1);
+    assert_eq!(unstable["rate"], 0.5);
+    assert_eq!(unstable["mean_distance"], 1.0);
+
+    // Offline, the same request always gets the same plan.
+    let offline = bench(&["--repeat", "2", "--json", "--quiet"], "instability-offline");
+    let json: Value = serde_json::from_str(&offline.stdout).unwrap();
+    for s in json["instability"].as_array().unwrap() {
+        assert_eq!(n(&s["changed"]), 0, "{s}");
+        assert!(n(&s["compared"]) > 0, "{s}");
+    }
+}

@@ -8,6 +8,7 @@
 pub mod args;
 pub mod criteria;
 pub mod dag;
+pub mod diff;
 pub mod stream;
 pub mod validate;
 

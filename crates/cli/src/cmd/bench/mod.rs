@@ -8,6 +8,7 @@
 //! docs/bench.md. Exit 0 whenever the bench ran, whatever its results: the
 //! results are the output.
 
+mod instability;
 mod report;
 mod suite;
 
@@ -18,6 +19,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Context, anyhow};
+use stepwise_core::plan::diff::diff;
 use stepwise_core::{RunState, Strategy};
 use stepwise_tools::notes::Corpus;
 
@@ -108,7 +110,8 @@ pub(crate) fn bench(args: &BenchArgs) -> CliResult {
             corpora.insert(task.notes.clone(), Arc::new(corpus));
         }
     }
-    let total = strategies.len() * suite.tasks.len();
+    let repeat = args.repeat;
+    let total = strategies.len() * suite.tasks.len() * repeat;
     if !args.quiet {
         let n = strategies.len();
         output::note(&format!(
@@ -125,18 +128,28 @@ pub(crate) fn bench(args: &BenchArgs) -> CliResult {
                 let corpus = corpora
                     .get(&task.notes)
                     .ok_or_else(|| anyhow!("notes of task {} not loaded", task.id))?;
-                let (state, wall_ms) = run_one(strategy, task, corpus, model.as_ref()).await?;
-                let row = RunRow::new(strategy.name(), task, &state, wall_ms);
-                if !args.quiet {
-                    progress(&progress_line(rows.len() + 1, total, &row));
+                let mut first = None;
+                for n in 1..=repeat {
+                    let (state, wall_ms) = run_one(strategy, task, corpus, model.as_ref()).await?;
+                    let mut row = RunRow::new(strategy.name(), task, &state, wall_ms);
+                    let plan = instability::first_plan(&state);
+                    row.repeat = n;
+                    match &first {
+                        None => first = Some(plan),
+                        Some(first) => row.plan_changes = Some(diff(first, &plan).distance()),
+                    }
+                    if !args.quiet {
+                        progress(&progress_line(rows.len() + 1, total, &row));
+                    }
+                    rows.push(row);
                 }
-                rows.push(row);
             }
         }
         Ok::<_, anyhow::Error>(rows)
     })??;
     let summary = summarize(&rows);
     let routing = routing_accuracy(&rows);
+    let unstable = instability::instability(&rows);
     let text = if args.json {
         let value = serde_json::json!({
             "suite": args.suite.display().to_string(),
@@ -147,6 +160,7 @@ pub(crate) fn bench(args: &BenchArgs) -> CliResult {
             "runs": rows,
             "summary": summary,
             "routing": routing,
+            "instability": unstable,
         });
         let mut json = serde_json::to_string_pretty(&value).context("cannot encode the bench")?;
         json.push('\n');
@@ -154,7 +168,7 @@ pub(crate) fn bench(args: &BenchArgs) -> CliResult {
     } else if args.csv {
         csv(&rows).context("cannot write the CSV")?
     } else {
-        tables(&rows, &summary, &routing)
+        tables(&rows, &summary, &routing) + &instability::table(&unstable)
     };
     output::stdout(&text)?;
     Ok(())

@@ -46,6 +46,12 @@ pub(crate) struct RunRow {
     pub(crate) citations: Vec<String>,
     /// Knowledge gaps left open.
     pub(crate) gaps: usize,
+    /// Which repeat of the task this run is (from 1; see `bench --repeat`).
+    pub(crate) repeat: usize,
+    /// How far its first plan is from the first repeat's (see
+    /// `instability.rs`); none for the first repeat.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) plan_changes: Option<usize>,
 }
 
 /// Role decisions a run's log records, whether a model or the offline roles
@@ -143,6 +149,8 @@ impl RunRow {
             wall_ms,
             citations,
             gaps: state.knowledge_gaps.len(),
+            repeat: 1,
+            plan_changes: None,
         }
     }
 }
@@ -348,7 +356,11 @@ pub(crate) fn tables(rows: &[RunRow], summary: &[Summary], routing: &[RoutingAcc
     for r in rows {
         runs.row([
             r.strategy.clone(),
-            r.task.clone(),
+            if r.repeat > 1 {
+                format!("{} #{}", r.task, r.repeat)
+            } else {
+                r.task.clone()
+            },
             if r.success { "pass" } else { "FAIL" }.to_owned(),
             r.status.as_str().to_owned(),
             r.stop_condition
@@ -471,6 +483,8 @@ mod tests {
             wall_ms: 3,
             citations: vec![],
             gaps: 0,
+            repeat: 1,
+            plan_changes: None,
         }
     }
 
