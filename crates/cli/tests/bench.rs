@@ -396,7 +396,10 @@ fn repeats_measure_how_often_the_same_request_gets_another_plan() {
     assert_eq!(unstable["mean_distance"], 1.0);
 
     // Offline, the same request always gets the same plan.
-    let offline = bench(&["--repeat", "2", "--json", "--quiet"], "instability-offline");
+    let offline = bench(
+        &["--repeat", "2", "--json", "--quiet"],
+        "instability-offline",
+    );
     let json: Value = serde_json::from_str(&offline.stdout).unwrap();
     for s in json["instability"].as_array().unwrap() {
         assert_eq!(n(&s["changed"]), 0, "{s}");

@@ -594,13 +594,30 @@ async fn at_the_cap_the_routers_react_escalates_to_plan_execute_and_keeps_its_ca
     assert_eq!(ids, ["call-1", "call-2", "x", "y"]);
     assert_eq!(state.step_results.len(), 4, "every step succeeded");
 
-    // At the run's own step bound there is no room to plan: it stops at the
-    // cap as plain react does.
+    // With a step bound at or below the cap, the router's react keeps half
+    // the bound for the plan: it escalates after max_steps / 2 calls, and
+    // the plan runs in the room left.
     let router = Arc::new(ScriptedRouter::new(vec![routing(false, false, false)]));
     let actor = Arc::new(ScriptedActor::new(vec![call("a"), call("b"), call("c")]));
-    let h = Harness::new(vec![])
-        .with_strategy(Arc::clone(&strategy) as Arc<dyn stepwise_core::Strategy>)
+    let h = Harness::new(vec![plan(vec![step("x", &[]), step("y", &["x"])])])
+        .with_strategy(stepwise_core::testing::capped_router(8))
         .roles(move |roles| roles.with_router(router.clone()).with_actor(actor.clone()));
+    let bounded = Constraints {
+        max_steps: Some(4),
+        ..Constraints::default()
+    };
+    let state = h.run_with("Explore until done", bounded).await;
+    assert_eq!(state.status, RunStatus::Ok, "{:?}", state.blocked_reason);
+    let escalated = events_of(&state, "strategy_escalated");
+    assert_eq!(escalated.len(), 1, "{:?}", kinds(&state));
+    assert_eq!(h.work.started(), ["a", "b", "x", "y"]);
+    assert!(events_of(&state, "stop_condition_met").is_empty());
+
+    // Plain react (no escalation) may use the whole bound.
+    let actor = Arc::new(ScriptedActor::new(vec![call("a"), call("b"), call("c")]));
+    let h = Harness::new(vec![])
+        .strategy("react")
+        .roles(move |roles| roles.with_actor(actor.clone()));
     let bounded = Constraints {
         max_steps: Some(2),
         ..Constraints::default()
@@ -608,6 +625,7 @@ async fn at_the_cap_the_routers_react_escalates_to_plan_execute_and_keeps_its_ca
     let state = h.run_with("Explore until done", bounded).await;
     assert!(events_of(&state, "strategy_escalated").is_empty());
     assert_eq!(state.stop_condition, Some(StopCondition::ToolCallCap));
+    assert_eq!(h.work.started(), ["a", "b"]);
 }
 
 #[tokio::test(start_paused = true)]

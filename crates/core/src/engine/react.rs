@@ -44,7 +44,7 @@ impl Run<'_> {
         if self.budget_spent()? {
             return Ok(Node::SynthesizeReport.into());
         }
-        let cap = max_tool_calls.min(self.state.max_steps);
+        let cap = decide::react_cap(max_tool_calls, self.state.max_steps, escalate);
         Ok(Effect::Call(RoleCall::Act { cap, escalate }))
     }
 

@@ -23,6 +23,15 @@ pub(crate) enum AfterAction {
     Call(Box<Step>, Usage),
 }
 
+/// Tool calls a ReAct run may make: its strategy's cap within the step
+/// bound. A run that may escalate keeps half the step bound for the plan it
+/// escalates to, so that escalation has room whatever `max_steps` is (the
+/// calls made stay in the plan as steps that ran).
+pub(crate) fn react_cap(max_tool_calls: usize, max_steps: usize, escalate: bool) -> usize {
+    let bound = if escalate { max_steps / 2 } else { max_steps };
+    max_tool_calls.min(bound)
+}
+
 /// What `action` leads to, with `cap` calls allowed (the strategy's cap,
 /// bounded by `max_steps`) and `escalate` whether the router may escalate.
 /// Escalation needs room to plan: at the run's own step bound the run stops
@@ -108,6 +117,15 @@ mod tests {
             tool: tool.into(),
             args: serde_json::Map::new(),
         }
+    }
+
+    #[test]
+    fn a_react_run_that_may_escalate_keeps_half_the_step_bound_for_its_plan() {
+        assert_eq!(react_cap(8, 20, true), 8);
+        assert_eq!(react_cap(8, 8, true), 4);
+        assert_eq!(react_cap(8, 8, false), 8);
+        assert_eq!(react_cap(8, 3, true), 1);
+        assert_eq!(react_cap(2, 20, false), 2);
     }
 
     #[test]
