@@ -145,17 +145,36 @@ pub(crate) fn open_postgres(url: &str) -> CliResult<Arc<PgStore>> {
         .map_err(|e| CliError::usage(anyhow!(e)))
 }
 
-/// The run's state, or a usage error for an unknown id.
+/// The run's state, or a usage error for an unknown id. A run is named by
+/// its id or by any prefix of it that no other run's id starts with, as git
+/// names commits; the state carries the full id.
 pub(crate) async fn load(store: &dyn RunStore, run: &str) -> CliResult<RunState> {
-    store
-        .state(&RunId(run.to_owned()))
-        .await
-        .map_err(|e| match e {
-            StoreError::NotFound(_) => CliError::usage(anyhow!(
-                "no run with id {run} in this database (see `stepwise runs`, or pass --db)"
-            )),
-            other => CliError::failed(other),
-        })
+    match store.state(&RunId(run.to_owned())).await {
+        Ok(state) => return Ok(state),
+        Err(StoreError::NotFound(_)) => {}
+        Err(other) => return Err(CliError::failed(other)),
+    }
+    let runs = store.list_runs().await.map_err(CliError::failed)?;
+    let named: Vec<&RunId> = runs
+        .iter()
+        .map(|s| &s.run_id)
+        .filter(|id| !run.is_empty() && id.as_str().starts_with(run))
+        .collect();
+    match named.as_slice() {
+        [one] => store.state(one).await.map_err(CliError::failed),
+        [] => Err(CliError::usage(anyhow!(
+            "no run with id {run} in this database (see `stepwise runs`, or pass --db)"
+        ))),
+        many => Err(CliError::usage(anyhow!(
+            "{run} names {} runs ({}); give more of the id",
+            many.len(),
+            many.iter()
+                .take(5)
+                .map(|id| id.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
+    }
 }
 
 /// Who holds a lease: this host and process (`host:pid`).

@@ -271,7 +271,7 @@ fn show_summarises_the_run_and_says_what_to_do_next() {
         "why       waiting for approval of step save",
         "plan      version 1, 2 steps",
         "replans   0 of at most 2",
-        "2 llm calls · 1950 tokens (1600 in, 350 out) · 1 tool call",
+        "2 model calls · 1950 tokens (1600 in, 350 out) · 1 tool call",
         "Plan (version 1)",
         "✓ succeeded  search  search_notes",
         "· pending    save    write_file    after search",
@@ -643,4 +643,32 @@ fn a_corrupt_database_is_a_usage_error_and_left_alone() {
         assert!(out.stdout.is_empty());
     }
     assert_eq!(std::fs::read(&db).unwrap(), bytes, "the file was changed");
+}
+
+#[test]
+fn a_run_is_named_by_any_prefix_no_other_run_shares() {
+    let (_scratch, db) = with_paused_run("prefix");
+    write(&db, "run_ab", &paused_for_review("run_ab"));
+    write(&db, "run_b", &paused_for_review("run_b"));
+    // `run_b` is a whole id; `run_ab` and `run_a` are too. A prefix of one id only:
+    let shown = stepwise(&db, &["show", "run_ab", "--json"]);
+    assert_eq!(code(&shown), 0, "{}", text(&shown.stderr));
+    let shown = stepwise(&db, &["show", "run_b", "--json"]);
+    let json: Value = serde_json::from_slice(&shown.stdout).unwrap();
+    assert_eq!(json["run_id"], "run_b");
+    write(&db, "run_cdef", &paused_for_review("run_cdef"));
+    let shown = stepwise(&db, &["show", "run_c", "--json"]);
+    assert_eq!(code(&shown), 0, "{}", text(&shown.stderr));
+    let json: Value = serde_json::from_slice(&shown.stdout).unwrap();
+    assert_eq!(json["run_id"], "run_cdef");
+    // A prefix several ids share is refused, naming them.
+    let ambiguous = stepwise(&db, &["show", "run_"]);
+    assert_eq!(code(&ambiguous), 2);
+    let message = text(&ambiguous.stderr);
+    assert!(message.contains("names 4 runs"), "{message}");
+    assert!(message.contains("run_cdef"), "{message}");
+    // Approving by a prefix acts on the whole id.
+    let approved = stepwise(&db, &["approve", "run_cd"]);
+    assert_eq!(code(&approved), 0, "{}", text(&approved.stderr));
+    assert_eq!(state(&db, "run_cdef").approved_version, Some(1));
 }

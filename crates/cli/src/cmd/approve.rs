@@ -32,7 +32,7 @@ pub(crate) fn approve(args: &ApproveArgs, flag: Option<&PathBuf>) -> CliResult {
         }
     };
     let by = db::person();
-    let (state, granted) = with_lease(store.as_ref(), &args.run, |state| {
+    let (state, granted) = with_lease(store.as_ref(), &state.run_id.to_string(), |state| {
         act::approve(state, what, &by)
     })?;
 

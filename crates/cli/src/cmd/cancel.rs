@@ -20,7 +20,7 @@ pub(crate) fn cancel(args: &CancelArgs, flag: Option<&PathBuf>) -> CliResult {
     };
     let (store, state) = db::open_run(flag, &args.run)?;
     act::cancel(&state, &reason)?; // fail early, before touching the lease
-    let (state, _) = with_lease(store.as_ref(), &args.run, |state| {
+    let (state, _) = with_lease(store.as_ref(), &state.run_id.to_string(), |state| {
         act::cancel(state, &reason)
     })?;
     output::stdout(&format!("cancelled run {}: {reason}\n", state.run_id))?;

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, anyhow};
 use chrono::Utc;
-use stepwise_core::{RunId, RunStatus, RunSummary};
+use stepwise_core::{RunStatus, RunSummary};
 
 use crate::cli::{DeleteArgs, PruneArgs};
 use crate::db::{self, Db};
@@ -128,8 +128,10 @@ fn busy(run: &RunSummary) -> Option<String> {
 /// Takes the run's lease (a live holder refuses), checks it is not running
 /// under that lease, and deletes it; the lease goes with it.
 fn delete_one(store: &Db, id: &str) -> CliResult {
-    let run = RunId(id.to_owned());
     db::block_on(async {
+        // The full id first (a prefix names one run), then its lease.
+        let run = db::load(store.as_ref(), id).await?.run_id;
+        let id = run.as_str();
         let lease = db::take_lease(store.as_ref(), &run)
             .await
             .map_err(CliError::from)?;

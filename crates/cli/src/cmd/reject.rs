@@ -26,7 +26,7 @@ pub(crate) fn reject(args: &RejectArgs, flag: Option<&PathBuf>) -> CliResult {
     let (store, state) = db::open_run(flag, &args.run)?;
     act::awaiting(&state)?;
     let by = db::person();
-    let rejected = with_lease(store.as_ref(), &args.run, |state| {
+    let rejected = with_lease(store.as_ref(), &state.run_id.to_string(), |state| {
         act::reject(state, &reason, &by)
     })?;
     let (state, kinds) = rejected;

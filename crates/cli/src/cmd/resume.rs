@@ -30,7 +30,7 @@ pub(crate) fn resume(args: &ResumeArgs, db_flag: Option<&PathBuf>) -> CliResult 
         if state.status.has_ended() {
             return Err(CliError::failed(anyhow!(
                 "run {} already ended ({}); there is nothing to resume",
-                args.run,
+                state.run_id,
                 state.status.as_str()
             )));
         }
@@ -65,7 +65,7 @@ pub(crate) fn resume(args: &ResumeArgs, db_flag: Option<&PathBuf>) -> CliResult 
         let corpus = Arc::new(loaded.corpus);
         let session = Session::open(store, &state.run_id, &host, corpus, args.approve).await?;
         // Load again under the lease: the log may have grown since.
-        let state = db::load(session.store.as_ref(), &args.run).await?;
+        let state = db::load(session.store.as_ref(), state.run_id.as_str()).await?;
         let so_far = state.clone();
         let state = session
             .drive(args.output.quiet, Some(so_far), |engine| async move {

@@ -11,11 +11,11 @@ use super::{duration, plural_u64};
 use crate::config::Price;
 use crate::host::price;
 
-/// `3 llm calls · 1200 tokens (1000 in, 200 out) · 2 tool calls · 1.2 s`.
+/// `3 model calls · 1200 tokens (1000 in, 200 out) · 2 tool calls · 1.2 s`.
 pub(crate) fn usage_line(usage: &Usage) -> String {
     format!(
         "{} · {} tokens ({} in, {} out) · {} · {}",
-        plural_u64(usage.llm_calls, "llm call"),
+        plural_u64(usage.llm_calls, "model call"),
         usage.input_tokens + usage.output_tokens,
         usage.input_tokens,
         usage.output_tokens,
