@@ -249,6 +249,12 @@ pub(crate) struct ValidateArgs {
     /// `max_steps`): a JSON file, or inline JSON starting with `{`.
     #[arg(long, value_name = "FILE_OR_JSON")]
     pub(crate) constraints: Option<String>,
+
+    /// The workspace a run of the plan would get (`run --workspace`):
+    /// without it, a valid plan that calls write_file is reported with the
+    /// flag its run will need.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) workspace: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

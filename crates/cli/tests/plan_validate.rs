@@ -578,3 +578,22 @@ fn an_oversize_plan_is_too_many_steps_by_default() {
             .contains("25 steps but max_steps is 20")
     );
 }
+
+#[test]
+fn a_plan_that_writes_says_its_run_needs_a_workspace() {
+    let dir = TempDir::new("needs-workspace");
+    dir.json("plan.json", &common::save_plan());
+    let run = stepwise(&dir, &["plan", "validate", "plan.json"]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert_eq!(
+        run.stdout,
+        "plan.json: valid plan, 2 steps\na run of it needs --workspace DIR: save calls write_file\n"
+    );
+    // Given the workspace the run would get, nothing more is needed.
+    let run = stepwise(
+        &dir,
+        &["plan", "validate", "plan.json", "--workspace", "ws"],
+    );
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert_eq!(run.stdout, "plan.json: valid plan, 2 steps\n");
+}

@@ -12,6 +12,9 @@ use crate::input;
 use crate::output;
 use crate::render::plural;
 
+/// The built-in tool a run has only with `--workspace`.
+const WRITE_FILE: &str = <stepwise_tools::WriteFile as stepwise_core::tool::Tool>::NAME;
+
 /// Validates a plan file: exit 0 valid, 1 invalid (every problem printed),
 /// 2 when the plan, tools or constraints cannot be read.
 pub(crate) fn validate(args: &ValidateArgs) -> CliResult {
@@ -46,14 +49,29 @@ pub(crate) fn validate(args: &ValidateArgs) -> CliResult {
     );
     let (text, valid) = match &diagnostics {
         Ok(_) if args.json => ("[]\n".to_owned(), true),
-        Ok(steps) => (
-            format!(
+        Ok(steps) => {
+            let mut text = format!(
                 "{}: valid plan, {}\n",
                 plan.name,
                 plural(steps.len(), "step")
-            ),
-            true,
-        ),
+            );
+            // What `run --plan` will need besides the plan: the tools it
+            // calls that a run only has when asked for.
+            let writes: Vec<&str> = steps
+                .steps()
+                .iter()
+                .filter(|s| s.tool == WRITE_FILE)
+                .map(|s| s.id.as_str())
+                .collect();
+            if args.workspace.is_none() && !writes.is_empty() {
+                text.push_str(&format!(
+                    "a run of it needs --workspace DIR: {} {} {WRITE_FILE}\n",
+                    writes.join(", "),
+                    if writes.len() == 1 { "calls" } else { "call" },
+                ));
+            }
+            (text, true)
+        }
         Err(diags) if args.json => {
             let json = serde_json::to_string_pretty(diags).context("cannot encode the problems")?;
             (format!("{json}\n"), false)
