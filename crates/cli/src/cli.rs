@@ -130,6 +130,12 @@ pub(crate) enum Command {
     Completions(CompletionsArgs),
     /// Print the manual page (roff), e.g. `stepwise man | man -l -`.
     Man,
+    /// Serve Stepwise as an MCP server over stdio, for MCP clients (Claude
+    /// Desktop, IDE agents, the MCP Inspector): tools run_goal, get_run,
+    /// list_runs, approve_step, reject_step and cancel_run on this run
+    /// database.
+    #[command(after_help = exit_codes(&[Failed, Usage]))]
+    Mcp,
 }
 
 #[derive(Debug, Args)]

@@ -117,12 +117,14 @@ fn dispatch(cli: &Cli) -> CliResult {
         Command::Workers(args) => cmd::workers::workers(args, db),
         #[cfg(feature = "mcp")]
         Command::McpGuard { argv } => guard::mcp_guard(argv),
+        #[cfg(feature = "mcp")]
+        Command::Mcp => cmd::mcp::mcp(db),
         // Left out of this build: refused, naming the feature to enable.
         #[cfg(not(feature = "serve"))]
         Command::Serve(_) | Command::Worker(_) => Err(error::not_built("serve")),
         #[cfg(not(feature = "postgres"))]
         Command::Workers(_) => Err(error::not_built("postgres")),
         #[cfg(not(feature = "mcp"))]
-        Command::McpGuard { .. } => Err(error::not_built("mcp")),
+        Command::McpGuard { .. } | Command::Mcp => Err(error::not_built("mcp")),
     }
 }

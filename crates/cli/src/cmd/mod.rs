@@ -8,6 +8,8 @@ pub(crate) mod bench;
 pub(crate) mod cancel;
 pub(crate) mod docs;
 pub(crate) mod init;
+#[cfg(feature = "mcp")]
+pub(crate) mod mcp;
 pub(crate) mod migrate;
 #[cfg(feature = "serve")]
 pub(crate) mod pickup;

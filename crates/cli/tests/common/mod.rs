@@ -125,6 +125,23 @@ impl Home {
         ]
     }
 
+    /// For a program that starts the binary itself (an MCP client): the
+    /// binary's path and the environment [`Stepwise`] would give it — this
+    /// home's folders, its database, no colour — with the variables it
+    /// starts without listed apart, to remove. Call
+    /// [`assert_untouched`](Self::assert_untouched) after.
+    pub(crate) fn for_child(&self) -> (PathBuf, Vec<(&'static str, PathBuf)>, [&'static str; 16]) {
+        let mut env: Vec<(&'static str, PathBuf)> = self.watched().into_iter().collect();
+        env.push(("STEPWISE_DB", self.db()));
+        env.push(("NO_COLOR", PathBuf::from("1")));
+        (PathBuf::from(env!("CARGO_BIN_EXE_stepwise")), env, REMOVED)
+    }
+
+    /// Panics if anything appeared in HOME or an XDG folder.
+    pub(crate) fn assert_untouched(&self, what: &str) {
+        self.check(false, what);
+    }
+
     /// Panics if anything appeared in HOME or an XDG folder; with
     /// `default_db`, the default run database (and its SQLite side files,
     /// under either `$XDG_DATA_HOME` or `$HOME/.local/share`) may.
