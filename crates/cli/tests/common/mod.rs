@@ -134,7 +134,7 @@ impl Home {
         let mut env: Vec<(&'static str, PathBuf)> = self.watched().into_iter().collect();
         env.push(("STEPWISE_DB", self.db()));
         env.push(("NO_COLOR", PathBuf::from("1")));
-        (PathBuf::from(env!("CARGO_BIN_EXE_stepwise")), env, REMOVED)
+        (binary(), env, REMOVED)
     }
 
     /// Panics if anything appeared in HOME or an XDG folder.
@@ -197,6 +197,12 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
+/// The `stepwise` binary cargo built for the tests: named here only, for
+/// [`Stepwise`] and [`Home::for_child`].
+fn binary() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_stepwise"))
+}
+
 /// The `stepwise` binary, built like a [`Command`] but isolated (see the
 /// module's documentation); `output`, `run` and `spawn` then `wait` check
 /// that nothing landed in the stand-in home.
@@ -216,7 +222,7 @@ impl Stepwise {
     /// In `home`, which other commands may share (to read what this one
     /// left, e.g. with [`Stepwise::default_db`]).
     pub(crate) fn in_home(home: &Arc<Home>) -> Self {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_stepwise"));
+        let mut command = Command::new(binary());
         command.current_dir(home.work());
         for (var, path) in home.watched() {
             command.env(var, path);
