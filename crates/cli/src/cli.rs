@@ -561,6 +561,10 @@ pub(crate) struct ShowArgs {
     /// Print the plan as a Mermaid flowchart with step statuses.
     #[arg(long)]
     pub(crate) mermaid: bool,
+    /// What changed between two plan versions (`V1..V2`; alone, the last
+    /// two): steps added, removed, retooled, reargued, rewired.
+    #[arg(long, value_name = "V1..V2", num_args = 0..=1, default_missing_value = "", conflicts_with_all = ["mermaid", "events"])]
+    pub(crate) diff: Option<String>,
 }
 
 #[derive(Debug, Args)]

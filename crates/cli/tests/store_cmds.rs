@@ -672,3 +672,60 @@ fn a_run_is_named_by_any_prefix_no_other_run_shares() {
     assert_eq!(code(&approved), 0, "{}", text(&approved.stderr));
     assert_eq!(state(&db, "run_cdef").approved_version, Some(1));
 }
+
+#[test]
+fn show_diff_names_what_a_replan_changed() {
+    let scratch = Scratch::new("diff");
+    let db = scratch.db();
+    let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let notes = examples.join("notes");
+    let brief = examples.join("brief.json");
+    let out = stepwise(
+        &db,
+        &[
+            "run",
+            "Should our team adopt retrieval-augmented generation for customer support?",
+            "--notes",
+            notes.to_str().unwrap(),
+            "--constraints",
+            brief.to_str().unwrap(),
+            "--run-id",
+            "run_replanned",
+            "--quiet",
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    assert_eq!(
+        state(&db, "run_replanned").plan.version,
+        2,
+        "the README's run replans once"
+    );
+    let shown = stepwise(&db, &["show", "run_replanned", "--diff"]);
+    assert_eq!(code(&shown), 0, "{}", text(&shown.stderr));
+    let diff = text(&shown.stdout);
+    assert!(diff.starts_with("plan v1 → v2: "), "{diff}");
+    let json = stepwise(&db, &["show", "run_replanned", "--diff", "1..2", "--json"]);
+    let json: Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(
+        (json["from"].as_u64(), json["to"].as_u64()),
+        (Some(1), Some(2))
+    );
+    let distance = json["distance"].as_u64().unwrap();
+    assert!(distance > 0, "{json}");
+    // One line per change, after the heading.
+    assert_eq!(diff.lines().count() as u64, distance + 1, "{diff}");
+    // The same version twice: no change; a version it does not have: refused.
+    let same = stepwise(&db, &["show", "run_replanned", "--diff", "2..2"]);
+    assert!(
+        text(&same.stdout).contains("the same steps"),
+        "{}",
+        text(&same.stdout)
+    );
+    let none = stepwise(&db, &["show", "run_replanned", "--diff", "1..7"]);
+    assert_eq!(code(&none), 2);
+    assert!(
+        text(&none.stderr).contains("no plan version 7"),
+        "{}",
+        text(&none.stderr)
+    );
+}

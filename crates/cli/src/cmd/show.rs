@@ -4,22 +4,35 @@
 
 use std::path::PathBuf;
 
-use anyhow::Context;
+use anyhow::{Context, anyhow};
 use stepwise_core::{EventKind, RunState, RunStatus, StepId, StepStatus};
 
 use crate::cli::ShowArgs;
 use crate::db;
-use crate::error::CliResult;
+use crate::error::{CliError, CliResult};
 use crate::host::price;
 use crate::output;
 use crate::render::table::Table;
 use crate::render::usage::{priced_output, usage_line, usage_table, usd};
-use crate::render::{clip, describe_request, event, goal_of, mermaid, one_line, plural};
+use crate::render::{clip, describe_request, event, goal_of, mermaid, one_line, plan_diff, plural};
 
 /// `stepwise show RUN [--events] [--json | --mermaid]`.
 pub(crate) fn show(args: &ShowArgs, flag: Option<&PathBuf>) -> CliResult {
     let (_store, state) = db::open_run(flag, &args.run)?;
-    let text = if args.json && args.events {
+    let text = if let Some(range) = &args.diff {
+        let plans = plan_diff::versions(&state);
+        let range = (!range.is_empty()).then_some(range.as_str());
+        let (before, after) =
+            plan_diff::pick(&plans, range).map_err(|e| CliError::usage(anyhow!(e)))?;
+        if args.json {
+            let mut json = serde_json::to_string_pretty(&plan_diff::json(before, after))
+                .context("cannot encode the difference")?;
+            json.push('\n');
+            json
+        } else {
+            plan_diff::text(before, after)
+        }
+    } else if args.json && args.events {
         let mut json = serde_json::to_string_pretty(&state.execution_history)
             .context("cannot encode the events")?;
         json.push('\n');

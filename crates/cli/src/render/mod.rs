@@ -12,6 +12,7 @@
 pub(crate) mod brief;
 pub(crate) mod event;
 pub(crate) mod mermaid;
+pub(crate) mod plan_diff;
 pub(crate) mod table;
 pub(crate) mod usage;
 
