@@ -291,6 +291,28 @@ fn an_empty_goal_fails_with_a_clear_message() {
 }
 
 #[test]
+fn a_single_word_is_refused_before_the_planner() {
+    // A script with no answers: a planner asked anything would fail the run
+    // with "the script has no more answers", not with the input's reason.
+    let dir = Scratch::new("run", "one-word");
+    let script = dir.path().join("empty.json");
+    std::fs::write(&script, "[]").unwrap();
+    let spec = format!("script:{}", script.display());
+    let out = run("asdf", &["--quiet", "--json", "--model", &spec]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(out.stderr.contains("is a single word"), "{}", out.stderr);
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let kinds: Vec<&str> = v["execution_history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["run_started", "input_rejected"]);
+    assert_eq!(v["usage"]["llm_calls"], 0);
+}
+
+#[test]
 fn a_missing_notes_folder_is_a_usage_error() {
     let out = stepwise(&["run", GOAL, "--notes", "/nonexistent/notes"]);
     assert_eq!(out.code, 2);

@@ -693,26 +693,26 @@ async fn notes_and_workspaces_outside_the_roots_are_refused() {
     let nowhere = site.path().join("roots/../outside/secret");
     let etc = "/etc";
     let mut refused = vec![
-        json!({"goal": "g", "notes": "../../outside/secret"}),
-        json!({"goal": "g", "notes": "rag/../../../outside/secret"}),
-        json!({"goal": "g", "notes": outside.to_str().unwrap()}),
-        json!({"goal": "g", "notes": nowhere.to_str().unwrap()}),
-        json!({"goal": "g", "notes": etc}),
-        json!({"goal": "g", "notes": "/nonexistent/folder"}),
-        json!({"goal": "g", "notes": ""}),
-        json!({"goal": "g", "notes": "rag", "workspace": "../out"}),
-        json!({"goal": "g", "notes": "rag", "workspace": "/tmp"}),
-        json!({"goal": "g", "notes": "rag", "workspace": outside.to_str().unwrap()}),
+        json!({"goal": "Find the notes", "notes": "../../outside/secret"}),
+        json!({"goal": "Find the notes", "notes": "rag/../../../outside/secret"}),
+        json!({"goal": "Find the notes", "notes": outside.to_str().unwrap()}),
+        json!({"goal": "Find the notes", "notes": nowhere.to_str().unwrap()}),
+        json!({"goal": "Find the notes", "notes": etc}),
+        json!({"goal": "Find the notes", "notes": "/nonexistent/folder"}),
+        json!({"goal": "Find the notes", "notes": ""}),
+        json!({"goal": "Find the notes", "notes": "rag", "workspace": "../out"}),
+        json!({"goal": "Find the notes", "notes": "rag", "workspace": "/tmp"}),
+        json!({"goal": "Find the notes", "notes": "rag", "workspace": outside.to_str().unwrap()}),
     ];
     if cfg!(unix) {
-        refused.push(json!({"goal": "g", "notes": "escape/secret"}));
-        refused.push(json!({"goal": "g", "notes": "escape"}));
+        refused.push(json!({"goal": "Find the notes", "notes": "escape/secret"}));
+        refused.push(json!({"goal": "Find the notes", "notes": "escape"}));
         std::os::unix::fs::symlink(
             site.path().join("outside"),
             site.path().join("roots/ws/link"),
         )
         .unwrap();
-        refused.push(json!({"goal": "g", "notes": "rag", "workspace": "link/new"}));
+        refused.push(json!({"goal": "Find the notes", "notes": "rag", "workspace": "link/new"}));
     }
     for body in refused {
         let answer = server.post("/v1/runs", ACME, body.clone()).await;
@@ -729,7 +729,11 @@ async fn notes_and_workspaces_outside_the_roots_are_refused() {
         "nothing was created through the link"
     );
     let missing = server
-        .post("/v1/runs", ACME, json!({"goal": "g", "notes": "missing"}))
+        .post(
+            "/v1/runs",
+            ACME,
+            json!({"goal": "Find the notes", "notes": "missing"}),
+        )
         .await;
     assert_eq!(missing.code(), "notes_unavailable", "{missing:?}");
     // Nothing was recorded.
@@ -1186,48 +1190,48 @@ async fn bad_requests_get_json_errors_with_stable_codes() {
     for (body, code) in [
         (json!({"notes": "tiny"}), "invalid_request"),
         (
-            json!({"goal": "g", "notes": "tiny", "colour": "red"}),
+            json!({"goal": "Find the notes", "notes": "tiny", "colour": "red"}),
             "invalid_request",
         ),
         (json!({"goal": 7, "notes": "tiny"}), "invalid_request"),
         (
-            json!({"goal": "g", "notes": "tiny", "approve": "ask"}),
+            json!({"goal": "Find the notes", "notes": "tiny", "approve": "ask"}),
             "invalid_request",
         ),
         (
-            json!({"goal": "g", "notes": "tiny", "concurrency": 0}),
+            json!({"goal": "Find the notes", "notes": "tiny", "concurrency": 0}),
             "invalid_request",
         ),
         (
-            json!({"goal": "g", "notes": "tiny", "concurrency": 1000}),
+            json!({"goal": "Find the notes", "notes": "tiny", "concurrency": 1000}),
             "invalid_request",
         ),
         (
-            json!({"goal": "g", "notes": "tiny", "max_steps": 0}),
+            json!({"goal": "Find the notes", "notes": "tiny", "max_steps": 0}),
             "invalid_request",
         ),
         (
-            json!({"goal": "g", "notes": "tiny", "constraints": {"comparision_dimensions": ["x"]}}),
+            json!({"goal": "Find the notes", "notes": "tiny", "constraints": {"comparision_dimensions": ["x"]}}),
             "invalid_constraints",
         ),
         (
-            json!({"goal": "g", "notes": "tiny", "constraints": {"allowed_tools": ["rm_rf"]}}),
+            json!({"goal": "Find the notes", "notes": "tiny", "constraints": {"allowed_tools": ["rm_rf"]}}),
             "invalid_constraints",
         ),
         (
-            json!({"goal": "g", "notes": "tiny", "strategy": "guess"}),
+            json!({"goal": "Find the notes", "notes": "tiny", "strategy": "guess"}),
             "unknown_strategy",
         ),
         (
-            json!({"goal": "g", "notes": "tiny", "model": "openai:gpt-4o"}),
+            json!({"goal": "Find the notes", "notes": "tiny", "model": "openai:gpt-4o"}),
             "unknown_model",
         ),
         (
-            json!({"goal": "g", "notes": "tiny", "model": "scripted"}),
+            json!({"goal": "Find the notes", "notes": "tiny", "model": "scripted"}),
             "unknown_model",
         ),
         (
-            json!({"goal": "g", "notes": "tiny", "tools": "everything"}),
+            json!({"goal": "Find the notes", "notes": "tiny", "tools": "everything"}),
             "unknown_tool_set",
         ),
     ] {
@@ -2208,6 +2212,8 @@ async fn requests_past_the_limits_are_refused_before_anything_is_recorded() {
     for (body, says) in [
         (json!({"goal": "", "notes": "tiny"}), "goal is empty"),
         (json!({"goal": "   ", "notes": "tiny"}), "goal is empty"),
+        (json!({"goal": "asdf", "notes": "tiny"}), "is a single word"),
+        (json!({"goal": "???", "notes": "tiny"}), "has no words"),
         (json!({"goal": long, "notes": "tiny"}), "at most 200"),
         (
             json!({"goal": "What is the latency budget?", "notes": "tiny", "max_steps": 1_000_000}),

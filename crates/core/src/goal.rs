@@ -139,13 +139,34 @@ pub enum InputError {
     /// No words at all, only punctuation or symbols.
     #[error("the goal {0:?} has no words in it: say what the run should achieve")]
     Meaningless(String),
+    /// A single word: a topic or a keystroke, not a request.
+    #[error(
+        "the goal {0:?} is a single word, which says neither what to find out nor what to do: ask a question or name the task (e.g. \"compare RAG and fine-tuning on cost\")"
+    )]
+    OneWord(String),
 }
 
 impl Goal {
+    /// [`prepare`](Self::prepare) for a person's request: also refuses a
+    /// single word (`"asdf"`, `"RAG?"`), which says neither what to find out
+    /// nor what to do. Words are counted at Unicode's word boundaries
+    /// (UAX #29), so a sentence in a script written without spaces
+    /// (Chinese, Japanese) is not taken for one word. Hosts whose goals come
+    /// from people ask for it ([`RunConfig::refuse_single_words`](crate::engine::RunConfig)).
+    pub fn prepare_request(input: &str, constraints: Constraints) -> Result<Self, InputError> {
+        let goal = Self::prepare(input, constraints)?;
+        if unicode_segmentation::UnicodeSegmentation::unicode_words(goal.goal.as_str()).count() < 2
+        {
+            return Err(InputError::OneWord(goal.goal));
+        }
+        Ok(goal)
+    }
+
     /// Normalises `input` and rejects empty or meaningless goals.
     ///
     /// A goal is meaningless when it has fewer than two letters or digits
-    /// (e.g. `"?"`, `"..."`, `"-"`).
+    /// (e.g. `"?"`, `"..."`, `"-"`). A single word passes here (a program's
+    /// own runs may be named tersely); see [`prepare_request`](Self::prepare_request).
     pub fn prepare(input: &str, constraints: Constraints) -> Result<Self, InputError> {
         let goal = input.split_whitespace().collect::<Vec<_>>().join(" ");
         if goal.is_empty() {
@@ -212,6 +233,28 @@ mod tests {
             Err(InputError::Meaningless(_))
         ));
         assert!(Goal::prepare("시장 동향", Constraints::default()).is_ok());
+    }
+
+    #[test]
+    fn a_single_word_is_not_a_goal_but_a_sentence_without_spaces_is() {
+        let c = Constraints::default;
+        for one in ["asdf", "RAG?", "  compare "] {
+            assert!(
+                matches!(Goal::prepare_request(one, c()), Err(InputError::OneWord(_))),
+                "{one}"
+            );
+            assert!(Goal::prepare(one, c()).is_ok(), "{one}");
+        }
+        assert_eq!(Goal::prepare_request(" ", c()), Err(InputError::Empty));
+        for goal in [
+            "compare RAG",
+            "What is RAG?",
+            "fine-tuning",
+            "成本比较",
+            "コストを比較する",
+        ] {
+            assert!(Goal::prepare_request(goal, c()).is_ok(), "{goal}");
+        }
     }
 
     #[test]

@@ -199,6 +199,8 @@ impl<'a> EngineBuilder<'a> {
             // A person's own plan is never altered without their say.
             config.repair_first_draft = host.plan.is_none() || host.repair;
             config.assess = host.assess.into();
+            // A person typed the goal: one word is too ambiguous to plan.
+            config.refuse_single_words = true;
         }
         config.stream_plans = self.stream_plans;
         config.keep_history = self.keep_history;

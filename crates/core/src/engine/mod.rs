@@ -66,6 +66,10 @@ pub struct RunConfig {
     /// that runs many runs at once (a worker, a server). Everything the
     /// engine decides is the same either way.
     pub keep_history: bool,
+    /// Whether prepare_input refuses a single-word goal as too ambiguous
+    /// to plan (see [`Goal::prepare_request`]): on for goals people type
+    /// (the CLI, the server), off for a program's own runs.
+    pub refuse_single_words: bool,
 }
 
 /// Who judges a finished step: the engine by its typed checks, the
@@ -119,6 +123,7 @@ impl Default for RunConfig {
             assess: AssessMode::default(),
             stream_plans: false,
             keep_history: true,
+            refuse_single_words: false,
         }
     }
 }

@@ -14,7 +14,12 @@ use super::{EngineError, NodeResult, Run, decide};
 
 impl Run<'_> {
     pub(super) fn prepare_input(&mut self) -> NodeResult {
-        let input = Goal::prepare(&self.state.input, self.state.constraints.clone());
+        let (input, constraints) = (&self.state.input, self.state.constraints.clone());
+        let input = if self.engine.config.refuse_single_words {
+            Goal::prepare_request(input, constraints)
+        } else {
+            Goal::prepare(input, constraints)
+        };
         self.perform(decide::prepared(input))
     }
 

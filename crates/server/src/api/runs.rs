@@ -140,6 +140,11 @@ fn check_goal(goal: &str, limits: &crate::config::Limits) -> ApiResult<()> {
             ),
         ));
     }
+    // Meaningless or a single word: refused before anything is recorded,
+    // as the engine would refuse it before planning.
+    if let Err(e) = stepwise_core::Goal::prepare_request(goal, Constraints::default()) {
+        return Err(ApiError::new(ErrorCode::InvalidRequest, e.to_string()));
+    }
     Ok(())
 }
 
