@@ -291,18 +291,22 @@ impl ServerHandler for Stepwise {
             Ok(argv) => argv,
             Err(message) => return fail(message),
         };
-        let token = context.meta.get_progress_token();
-        let peer = context.peer.clone();
-        let mut n = 0.0;
-        let progress = |line: String| {
-            if let Some(token) = &token {
-                n += 1.0;
-                let note = ProgressNotificationParam::new(token.clone(), n).with_message(line);
-                let peer = peer.clone();
-                tokio::spawn(async move {
+        // Progress goes out in order, from one task, and all of it before
+        // the result.
+        let (lines, mut queued) = tokio::sync::mpsc::unbounded_channel::<String>();
+        let forwarder = context.meta.get_progress_token().map(|token| {
+            let peer = context.peer.clone();
+            tokio::spawn(async move {
+                let mut n = 0.0;
+                while let Some(line) = queued.recv().await {
+                    n += 1.0;
+                    let note = ProgressNotificationParam::new(token.clone(), n).with_message(line);
                     let _ = peer.notify_progress(note).await;
-                });
-            }
+                }
+            })
+        });
+        let progress = |line: String| {
+            let _ = lines.send(line);
         };
         if request.name == "run_goal" && args.get("wait") == Some(&Value::Bool(false)) {
             return Ok(self
@@ -314,7 +318,12 @@ impl ServerHandler for Stepwise {
                 )
                 .into());
         }
-        let ran = match self.stepwise(&argv, progress).await {
+        let ran = self.stepwise(&argv, progress).await;
+        drop(lines);
+        if let Some(forwarder) = forwarder {
+            let _ = forwarder.await;
+        }
+        let ran = match ran {
             Ok(ran) => ran,
             Err(message) => return fail(message),
         };
