@@ -42,9 +42,15 @@ pub struct RunFacts {
 }
 
 impl RunFacts {
-    /// The facts of a folded run; `model` is the host's (the engine does
-    /// not know how a host records it).
-    pub fn of(state: &RunState, model: &str) -> Self {
+    /// The facts of a folded run. Its model is the `model` its host recorded
+    /// in `run_started` (the CLI, the server and the workers all record it
+    /// there), or `-` for a run recorded without one.
+    pub fn of(state: &RunState) -> Self {
+        let model = state
+            .host
+            .get("model")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or("-");
         let mut facts = RunFacts {
             status: state.status,
             strategy: if state.strategy.is_empty() {

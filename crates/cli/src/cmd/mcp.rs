@@ -66,13 +66,19 @@ struct Ran {
 }
 
 impl Stepwise {
-    /// Runs `stepwise ARGS` on the server's database; each stderr line goes
-    /// to `line` as it comes (the run's progress).
-    async fn stepwise(&self, args: &[String], mut line: impl FnMut(String)) -> Result<Ran, String> {
+    /// `stepwise` on the server's database, before its arguments.
+    fn command(&self) -> tokio::process::Command {
         let mut cmd = tokio::process::Command::new(&self.0.exe);
         if let Some(db) = &self.0.db {
             cmd.arg("--db").arg(db);
         }
+        cmd
+    }
+
+    /// Runs `stepwise ARGS` on the server's database; each stderr line goes
+    /// to `line` as it comes (the run's progress).
+    async fn stepwise(&self, args: &[String], mut line: impl FnMut(String)) -> Result<Ran, String> {
+        let mut cmd = self.command();
         cmd.args(args)
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::piped())
@@ -378,10 +384,7 @@ impl Stepwise {
     async fn start_detached(&self, mut argv: Vec<String>) -> Result<Value, String> {
         let run = stepwise_core::RunId::generate();
         argv.extend(["--run-id".to_owned(), run.to_string(), "--quiet".to_owned()]);
-        let mut cmd = tokio::process::Command::new(&self.0.exe);
-        if let Some(db) = &self.0.db {
-            cmd.arg("--db").arg(db);
-        }
+        let mut cmd = self.command();
         cmd.args(&argv)
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())

@@ -26,14 +26,7 @@ pub(crate) fn stats(args: &StatsArgs, flag: Option<&PathBuf>) -> CliResult {
             let mut facts = Vec::with_capacity(summaries.len());
             for summary in summaries {
                 let state = db::load(store.as_ref(), summary.run_id.as_str()).await?;
-                // The model on record; a run recorded by another host has none.
-                let model = state
-                    .host
-                    .get("model")
-                    .and_then(|m| m.as_str())
-                    .unwrap_or("-")
-                    .to_owned();
-                let run = RunFacts::of(&state, &model);
+                let run = RunFacts::of(&state);
                 if args.strategy.is_empty() || args.strategy.contains(&run.strategy) {
                     facts.push(run);
                 }

@@ -250,13 +250,7 @@ pub(super) async fn stats(
             .state(&s.run_id)
             .await
             .map_err(|e| ApiError::internal(&e.to_string()))?;
-        let model = state
-            .host
-            .get("model")
-            .and_then(|m| m.as_str())
-            .unwrap_or("-")
-            .to_owned();
-        facts.push(stepwise_core::stats::RunFacts::of(&state, &model));
+        facts.push(stepwise_core::stats::RunFacts::of(&state));
     }
     Ok(Json(stepwise_core::stats::stats(&facts)))
 }
