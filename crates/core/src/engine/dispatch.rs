@@ -73,8 +73,9 @@ impl Run<'_> {
     }
 
     /// The driver's order to start a wave whose starts are noted: committed
-    /// together by the first call's start.
-    fn start_wave(&self, attempts: Vec<(StepId, u32)>, then: Then) -> Effect {
+    /// together by the first call's start. A lone attempt with nothing in
+    /// flight is polled in place first (see the driver's `start_attempt`).
+    pub(super) fn start_wave(&self, attempts: Vec<(StepId, u32)>, then: Then) -> Effect {
         let alone = attempts.len() == 1 && !self.busy();
         Effect::Start {
             attempts,
@@ -233,12 +234,7 @@ impl Run<'_> {
                     step: step.clone(),
                     attempt,
                 })?;
-                let alone = !self.busy();
-                Ok(Effect::Start {
-                    attempts: vec![(step, attempt)],
-                    alone,
-                    then: Then::Wait,
-                })
+                Ok(self.start_wave(vec![(step, attempt)], Then::Wait))
             }
             CompletionKind::Attempt {
                 result: Ok(reply),

@@ -92,12 +92,7 @@ impl Run<'_> {
             step: id.clone(),
             attempt: 1,
         })?;
-        let alone = !self.busy();
-        Ok(Effect::Start {
-            attempts: vec![(id, 1)],
-            alone,
-            then: Then::Execute,
-        })
+        Ok(self.start_wave(vec![(id, 1)], Then::Execute))
     }
 
     /// Notes the summary the actor will see instead of the raw result,
